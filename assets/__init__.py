@@ -1,0 +1,1 @@
+"""Bundled sample images (see samples/LICENSES.md) and desktop-integration sources."""

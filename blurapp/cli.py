@@ -1,0 +1,153 @@
+"""Command-line front end: ``blurapp [IMAGE]`` opens the GUI; subcommands run headless.
+
+Every subcommand imports what it needs when it runs, so ``blurapp --help`` and
+``blurapp kernel`` start fast and work on a machine with no GPU adapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from blurapp import __version__
+from blurapp.core.errors import BlurappError
+
+SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "conv")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2), as DESIGN.md asks."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _cmd_gui(args: argparse.Namespace) -> int:
+    from blurapp.ui.app import run_gui
+
+    return run_gui(args.image)
+
+
+def _cmd_kernel(args: argparse.Namespace) -> int:
+    from blurapp.kernel_report import kernel_report, format_kernel_report
+
+    report = kernel_report(args.spec, with_plan=not args.no_plan)
+    print(json.dumps(report, indent=2) if args.json else format_kernel_report(report))
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    from blurapp.gpu.info import adapter_report, format_report
+
+    report = adapter_report()
+    print(json.dumps(report, indent=2) if args.json else format_report(report))
+    return 0
+
+
+def _cmd_apply(args: argparse.Namespace) -> int:
+    from blurapp.batch.commands import run_apply
+
+    return run_apply(args)
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from blurapp.batch.commands import run_batch
+
+    return run_batch(args)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from blurapp.bench import run_bench
+
+    return run_bench(args)
+
+
+def _cmd_conv(args: argparse.Namespace) -> int:
+    from blurapp.conv.commands import run_conv
+
+    return run_conv(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; the option sets of apply/batch/bench/conv live beside their code."""
+    parser = _Parser(
+        prog="blurapp",
+        description="Filter images with convolution kernels on the GPU (WebGPU compute shaders).",
+        epilog="Run 'blurapp' alone to open the desktop application on a sample photo.",
+    )
+    parser.add_argument("--version", action="version", version=f"blurapp {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("gui", help="open the desktop application (the default)")
+    p.add_argument("image", nargs="?", help="image to open (a bundled sample when omitted)")
+    p.set_defaults(func=_cmd_gui)
+
+    p = sub.add_parser("kernel", help="show a kernel: weights, sum, rank, factors and plan")
+    p.add_argument("spec", help="kernel spec, e.g. gaussian:sigma=2, box:7x3, @kernel.json")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument(
+        "--no-plan", action="store_true", help="do not ask the GPU adapter for the plan"
+    )
+    p.set_defaults(func=_cmd_kernel)
+
+    from blurapp.batch.options import add_apply_options, add_batch_options
+
+    p = sub.add_parser("apply", help="filter one image into one output file")
+    add_apply_options(p)
+    p.set_defaults(func=_cmd_apply)
+
+    p = sub.add_parser("batch", help="filter many images into a folder")
+    add_batch_options(p)
+    p.set_defaults(func=_cmd_batch)
+
+    p = sub.add_parser("info", help="show the GPU adapter, backend, limits and features")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_cmd_info)
+
+    _add_optional(sub, "bench", "blurapp.bench", "time strategies × sizes × radii", _cmd_bench)
+    _add_optional(sub, "conv", "blurapp.conv.commands", "convolution-layer lab", _cmd_conv)
+    return parser
+
+
+def _add_optional(
+    sub: argparse._SubParsersAction,
+    name: str,
+    module: str,
+    help_text: str,
+    func: Callable[[argparse.Namespace], int],
+) -> None:
+    """Register a subcommand whose options are defined by ``module.add_options`` if it exists."""
+    import importlib
+
+    try:
+        add_options = importlib.import_module(module).add_options
+    except ModuleNotFoundError:
+        return
+    p = sub.add_parser(name, help=help_text)
+    add_options(p)
+    p.set_defaults(func=func)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list or (args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-")):
+        args_list.insert(0, "gui")
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except BlurappError as err:
+        print(f"blurapp: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("blurapp: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

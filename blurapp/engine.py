@@ -1,0 +1,157 @@
+"""The one filtering API that the command line, batch mode, the GUI and the benchmarks share.
+
+It resolves specs, plans ``auto``, converts numbers (DESIGN.md "Numbers") and dispatches to the
+numpy reference (``cpu``) or to the GPU strategies, which are imported only when one is asked for.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from blurapp.core.borders import Border
+from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
+from blurapp.core.kernel import Kernel
+from blurapp.core.numbers import check_image, from_float, to_float
+from blurapp.core.planner import DeviceLimits, Plan, plan
+from blurapp.core.reference import correlate_float
+from blurapp.core.timing import PassTiming, Timing
+
+STRATEGIES = ("auto", "direct", "tiled", "separable", "transpose", "cpu")
+GPU_STRATEGIES = ("direct", "tiled", "separable", "transpose")
+RANK1_STRATEGIES = ("separable", "transpose")
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """A filtered image, how long it took, which strategy ran and (for ``auto``) why."""
+
+    image: np.ndarray
+    timing: Timing
+    strategy: str
+    reason: str
+
+
+def as_kernel(kernel: Kernel | str) -> Kernel:
+    """A :class:`Kernel` from a kernel or a spec string."""
+    return kernel if isinstance(kernel, Kernel) else Kernel.parse(kernel)
+
+
+def why_not(strategy: str, kernel: Kernel) -> str | None:
+    """Why ``strategy`` cannot run ``kernel``, or ``None`` when it can."""
+    if strategy not in STRATEGIES:
+        return f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}"
+    rank = kernel.separability.rank
+    if strategy in RANK1_STRATEGIES and rank > 1:
+        others = ", ".join(s for s in GPU_STRATEGIES if s not in RANK1_STRATEGIES)
+        return (
+            f"{strategy} needs a rank-1 kernel; {kernel.name} has rank {rank}: "
+            f"use {others} or cpu"
+        )
+    return None
+
+
+def gpu_limits() -> DeviceLimits | None:
+    """The GPU's limits, or ``None`` when there is no adapter (creates the device lazily)."""
+    from blurapp.gpu.device import get_device
+
+    try:
+        return get_device().limits
+    except GpuUnavailableError:
+        return None
+
+
+def plan_for(kernel: Kernel | str) -> Plan:
+    """What ``auto`` would run for ``kernel`` on this machine, and why."""
+    return plan(as_kernel(kernel), gpu_limits())
+
+
+def filter_float(
+    x: np.ndarray,
+    kernel: Kernel | str,
+    border: Border | str = "clamp",
+    strategy: str = "auto",
+    tile: int | None = None,
+) -> tuple[np.ndarray, Timing, str, str]:
+    """Filter a normalised float H×W×C image.
+
+    Arguments:
+        x: float32 or float64 image, H×W×C with 1 to 4 channels, in normalised units.
+        kernel: a :class:`Kernel` or a spec string.
+        border: a :class:`Border` or a border name (``"mirror"``, ``"constant=0.5"``, ...).
+        strategy: one of :data:`STRATEGIES`.
+        tile: the tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
+
+    Returns:
+        ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
+        float32 for the GPU strategies.
+    """
+    kernel = as_kernel(kernel)
+    border = Border.parse(border)
+    problem = why_not(strategy, kernel)
+    if problem:
+        raise StrategyError(problem)
+    reason = ""
+    if strategy == "auto":
+        chosen = plan(kernel, gpu_limits())
+        strategy, reason = chosen.strategy, chosen.reason
+        tile = tile if tile is not None else chosen.tile
+    if strategy == "cpu":
+        start = time.perf_counter()
+        result = correlate_float(x, kernel, border)
+        ms = (time.perf_counter() - start) * 1e3
+        pixels = int(x.shape[0] * x.shape[1])
+        return result, Timing((PassTiming("reference", ms, 0),), "wall", pixels, ms), "cpu", reason
+
+    from blurapp.gpu.engine import get_filter
+
+    x32 = np.ascontiguousarray(x, dtype=np.float32)
+    result, timing = get_filter().run(x32, kernel, border, strategy, tile=tile)
+    return result, timing, strategy, reason
+
+
+def filter_image(
+    image: np.ndarray,
+    kernel: Kernel | str,
+    *,
+    border: Border | str = "clamp",
+    strategy: str = "auto",
+    tile: int | None = None,
+    convolve: bool = False,
+    range_mode: str = "clamp",
+) -> FilterResult:
+    """Filter an image with a kernel and return it in the input's dtype and shape.
+
+    Arguments:
+        image: H×W or H×W×C (C ≤ 4) array of uint8, uint16, float32 or float64.
+        kernel: a :class:`Kernel` or a spec string such as ``"gaussian:sigma=2"``.
+        border: border mode (DESIGN.md table), e.g. ``"mirror"`` or ``"constant=0.5"``.
+        strategy: ``auto``, ``direct``, ``tiled``, ``separable``, ``transpose`` or ``cpu``.
+        tile: tile side for ``tiled``.
+        convolve: flip the kernel (convolution instead of correlation).
+        range_mode: how signed results map into integer outputs: ``clamp``, ``abs``,
+            ``offset`` or ``normalize``.
+
+    Returns:
+        A :class:`FilterResult`.
+
+    Example:
+        >>> import numpy as np, blurapp
+        >>> img = np.zeros((5, 5), np.uint8); img[2, 2] = 255
+        >>> blurapp.filter_image(img, "box:3", strategy="cpu").image[1:4, 1:4].tolist()
+        [[28, 28, 28], [28, 28, 28], [28, 28, 28]]
+    """
+    if not isinstance(image, np.ndarray):
+        raise UsageError(f"image must be a numpy array, not {type(image).__name__}")
+    check_image(image)
+    kernel = as_kernel(kernel)
+    if convolve:
+        kernel = kernel.flipped()
+    start = time.perf_counter()
+    result, timing, ran, reason = filter_float(to_float(image), kernel, border, strategy, tile)
+    out = from_float(result, image.dtype, range_mode=range_mode, squeeze=image.ndim == 2)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    timing = Timing(timing.passes, timing.timer, timing.pixels, wall_ms)
+    return FilterResult(out, timing, ran, reason)

@@ -1,0 +1,1 @@
+"""WebGPU engine: device, shader loading, strategies and GPU timing. No Qt; nothing runs at import."""

@@ -1,0 +1,1 @@
+"""PySide6 desktop application. Nothing below this package imports it."""

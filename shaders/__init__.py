@@ -1,0 +1,1 @@
+"""WGSL compute shaders, shipped as package data and loaded by blurapp.gpu.shaders."""
