@@ -32,7 +32,7 @@ def _cmd_gui(args: argparse.Namespace) -> int:
 
 
 def _cmd_kernel(args: argparse.Namespace) -> int:
-    from blurapp.kernel_report import kernel_report, format_kernel_report
+    from blurapp.kernel_report import format_kernel_report, kernel_report
 
     report = kernel_report(args.spec, with_plan=not args.no_plan)
     print(json.dumps(report, indent=2) if args.json else format_kernel_report(report))
@@ -88,9 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("kernel", help="show a kernel: weights, sum, rank, factors and plan")
     p.add_argument("spec", help="kernel spec, e.g. gaussian:sigma=2, box:7x3, @kernel.json")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
-    p.add_argument(
-        "--no-plan", action="store_true", help="do not ask the GPU adapter for the plan"
-    )
+    p.add_argument("--no-plan", action="store_true", help="do not ask the GPU adapter for the plan")
     p.set_defaults(func=_cmd_kernel)
 
     from blurapp.batch.options import add_apply_options, add_batch_options

@@ -47,8 +47,7 @@ def why_not(strategy: str, kernel: Kernel) -> str | None:
     if strategy in RANK1_STRATEGIES and rank > 1:
         others = ", ".join(s for s in GPU_STRATEGIES if s not in RANK1_STRATEGIES)
         return (
-            f"{strategy} needs a rank-1 kernel; {kernel.name} has rank {rank}: "
-            f"use {others} or cpu"
+            f"{strategy} needs a rank-1 kernel; {kernel.name} has rank {rank}: use {others} or cpu"
         )
     return None
 

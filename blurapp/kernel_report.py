@@ -87,7 +87,9 @@ def format_kernel_report(report: dict[str, Any]) -> str:
     else:
         errs = report["approximation_errors"]
         if errs:
-            lines.append(f"not separable: best rank-1 approximation has {errs[0]:.3g} relative error")
+            lines.append(
+                f"not separable: the best rank-1 approximation has {errs[0]:.3g} relative error"
+            )
     taps = report["taps"]
     if taps["separable"] is not None and taps["separable"] < taps["direct"]:
         lines.append(

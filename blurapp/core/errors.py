@@ -1,4 +1,4 @@
-"""The error types every layer raises; the command line turns them into one line and an exit code."""
+"""The error types every layer raises; the command line shows each as one line and an exit code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Timing records of one filter run: per-pass GPU (or wall-clock) milliseconds and modelled traffic."""
+"""Timing of one filter run: per-pass GPU (or wall-clock) milliseconds and modelled traffic."""
 
 from __future__ import annotations
 

@@ -1,0 +1,501 @@
+"""The kernel families of the spec grammar: argument parsing, canonical specs and weight builders.
+
+Each builder takes the text after ``family:`` and returns ``(weights, canonical_spec)``; the
+canonical spec is a fixed point (parsing it gives the same weights, bit for bit, and the same
+spec). :mod:`blurapp.core.kernel` wraps the result in a :class:`~blurapp.core.kernel.Kernel`.
+All weights are float64 and meant for *correlation* (OpenCV ``filter2D``, scipy ``correlate``);
+coordinates are x = column (to the right) and y = row (downwards).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+from blurapp.core.errors import KernelSpecError
+
+#: Largest number of taps per side any spec may ask for (see blurapp.core.kernel's docstring).
+MAX_KERNEL_SIDE = 513
+
+#: Sub-samples per pixel side used to anti-alias ``disk`` and ``motion`` (16×16 = 256 per pixel).
+SUPERSAMPLE = 16
+
+Builder = Callable[[str], tuple[np.ndarray, str]]
+
+_SIZE_SEP = re.compile(r"[x×]", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- numbers and specs
+
+
+def format_number(x: float) -> str:
+    """Shortest text that parses back to exactly ``x`` ("2" for 2.0, repr otherwise, "-0" kept)."""
+    x = float(x)
+    if x == 0.0:
+        return "-0" if math.copysign(1.0, x) < 0 else "0"
+    if x.is_integer() and abs(x) < 2.0**53:
+        return str(int(x))
+    return repr(x)
+
+
+def _err(message: str) -> KernelSpecError:
+    # One line whatever the user typed: values are shown through repr, which escapes newlines.
+    return KernelSpecError(" ".join(message.split("\n")))
+
+
+def _q(text: str, limit: int = 60) -> str:
+    """Quote a user value for an error message, cut short if it is very long."""
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return repr(text)
+
+
+def _split_args(family: str, text: str) -> tuple[list[str], dict[str, str]]:
+    """``"x, size = 5"`` -> (["x"], {"size": "5"}); keys lower-cased, whitespace stripped."""
+    positional: list[str] = []
+    named: dict[str, str] = {}
+    if not text.strip():
+        return positional, named
+    for raw in text.split(","):
+        token = raw.strip()
+        if not token:
+            raise _err(f"{family}: empty parameter in {_q(text)}")
+        if "=" in token:
+            key, _, value = token.partition("=")
+            key, value = key.strip().lower(), value.strip()
+            if not key:
+                raise _err(f"{family}: parameter without a name in {_q(token)}")
+            if not value:
+                raise _err(f"{family}: parameter {key!r} has no value")
+            if key in named:
+                raise _err(f"{family}: parameter {key!r} given twice")
+            named[key] = value
+        else:
+            positional.append(token)
+    return positional, named
+
+
+def _params(
+    family: str, text: str, allowed: tuple[str, ...], positional: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """Parse ``text`` into named parameters; positional values fill ``positional`` in order."""
+    pos, named = _split_args(family, text)
+    if not allowed and (pos or named):
+        raise _err(f"{family} takes no parameters, got {_q(text.strip())}")
+    if len(pos) > len(positional):
+        raise _err(f"{family}: unexpected value {_q(pos[len(positional)])}")
+    for key, value in zip(positional, pos, strict=False):
+        if key in named:
+            raise _err(f"{family}: parameter {key!r} given twice")
+        named[key] = value
+    for key in named:
+        if key not in allowed:
+            raise _err(
+                f"unknown parameter {key!r} for {family} (known: {', '.join(allowed) or 'none'})"
+            )
+    return named
+
+
+def _number(family: str, key: str, value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise _err(f"{family} {key} must be a number, got {_q(value)}") from None
+    if not math.isfinite(x):
+        raise _err(f"{family} {key} must be finite, got {_q(value)}")
+    return x
+
+
+def _integer(family: str, key: str, value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise _err(f"{family} {key} must be an integer, got {_q(value)}") from None
+
+
+def _pair(value: str) -> list[str]:
+    """``"7x3"`` -> ["7", "3"] (W then H); ``"5"`` -> ["5"]."""
+    return [p.strip() for p in _SIZE_SEP.split(value)]
+
+
+def _int_pair(family: str, key: str, value: str, minimum: int) -> tuple[int, int]:
+    """A W×H (or single N = N×N) pair of integers >= minimum, as (x, y)."""
+    parts = _pair(value)
+    if len(parts) > 2:
+        raise _err(f"{family} {key} must be N or WxH, got {_q(value)}")
+    nums = [_integer(family, key, p) for p in parts]
+    if any(n < minimum for n in nums):
+        raise _err(f"{family} {key} must be >= {minimum}, got {_q(value)}")
+    return (nums[0], nums[-1])
+
+
+def _positive_pair(family: str, key: str, value: str) -> tuple[float, float]:
+    """A single positive number or an XxY pair, as (x, y)."""
+    parts = _pair(value)
+    if len(parts) > 2:
+        raise _err(f"{family} {key} must be a number or XxY, got {_q(value)}")
+    nums = [_number(family, key, p) for p in parts]
+    if any(n <= 0 for n in nums):
+        raise _err(f"{family} {key} must be > 0, got {_q(value)}")
+    return (nums[0], nums[-1])
+
+
+def _check_sides(what: str, width: int, height: int) -> None:
+    """Refuse, before any allocation, a kernel wider or taller than MAX_KERNEL_SIDE."""
+    if width > MAX_KERNEL_SIDE or height > MAX_KERNEL_SIDE:
+        raise _err(
+            f"{what} needs a {width}x{height} kernel, above the limit of "
+            f"{MAX_KERNEL_SIDE} taps per side (MAX_KERNEL_SIDE)"
+        )
+
+
+def _radius_from_truncate(truncate: float, sigma: float, what: str) -> int:
+    r = truncate * sigma + 0.5
+    if not math.isfinite(r) or r > 2.0**31:
+        # Refuse without converting an enormous float to int (int(inf) would raise).
+        raise _err(
+            f"{what} needs a kernel of radius {r:.6g}, above the limit of "
+            f"{MAX_KERNEL_SIDE} taps per side (MAX_KERNEL_SIDE)"
+        )
+    return int(r)
+
+
+def _radii(family: str, p: dict[str, str], sx: float, sy: float) -> tuple[int, int]:
+    """Radius (x, y) from ``radius=`` or ``truncate=`` (default 4, scipy's int(t*sigma+0.5))."""
+    if "radius" in p and "truncate" in p:
+        raise _err(f"{family}: give radius or truncate, not both")
+    what = f"{family}:sigma={p['sigma']}"
+    if "radius" in p:
+        rx, ry = _int_pair(family, "radius", p["radius"], 0)
+        what = f"{family} radius={p['radius']}"
+    else:
+        t = 4.0
+        if "truncate" in p:
+            t = _number(family, "truncate", p["truncate"])
+            if t <= 0:
+                raise _err(f"{family} truncate must be > 0, got {_q(p['truncate'])}")
+        rx = _radius_from_truncate(t, sx, what)
+        ry = _radius_from_truncate(t, sy, what)
+    _check_sides(what, 2 * rx + 1, 2 * ry + 1)
+    return rx, ry
+
+
+def _radius_text(rx: int, ry: int) -> str:
+    return str(rx) if rx == ry else f"{rx}x{ry}"
+
+
+# --------------------------------------------------------------------------- smooth families
+
+
+def gaussian_1d(sigma: float, radius: int) -> np.ndarray:
+    """scipy.ndimage's 1-D Gaussian (``_gaussian_kernel1d`` order 0), computed the same way.
+
+    Arguments:
+        sigma: standard deviation in pixels (> 0).
+        radius: taps each side of the centre.
+    Returns:
+        float64 array of length 2*radius+1 that sums to 1.
+    """
+    sigma2 = sigma * sigma
+    x = np.arange(-radius, radius + 1)
+    phi = np.exp(-0.5 / sigma2 * x**2)
+    return phi / phi.sum()
+
+
+def build_gaussian(text: str) -> tuple[np.ndarray, str]:
+    """``gaussian:sigma=S[xSY][,radius=R[xRY]|,truncate=T]`` — outer(g_y, g_x), normalised."""
+    p = _params("gaussian", text, ("sigma", "radius", "truncate"), ("sigma",))
+    if "sigma" not in p:
+        raise _err("gaussian needs sigma=..., e.g. gaussian:sigma=2")
+    sx, sy = _positive_pair("gaussian", "sigma", p["sigma"])
+    rx, ry = _radii("gaussian", p, sx, sy)
+    weights = np.outer(gaussian_1d(sy, ry), gaussian_1d(sx, rx))
+    sigma = format_number(sx) if sx == sy else f"{format_number(sx)}x{format_number(sy)}"
+    spec = f"gaussian:sigma={sigma}"
+    if (rx, ry) != (int(4.0 * sx + 0.5), int(4.0 * sy + 0.5)):
+        spec += f",radius={_radius_text(rx, ry)}"
+    return weights, spec
+
+
+def build_box(text: str) -> tuple[np.ndarray, str]:
+    """``box:N`` or ``box:WxH`` — the mean over W columns × H rows (odd or even)."""
+    p = _params("box", text, ("size",), ("size",))
+    if "size" not in p:
+        raise _err("box needs a size, e.g. box:5 or box:7x3")
+    w, h = _int_pair("box", "size", p["size"], 1)
+    _check_sides(f"box:{p['size']}", w, h)
+    weights = np.full((h, w), 1.0 / (w * h))
+    return weights, f"box:{w}" if w == h else f"box:{w}x{h}"
+
+
+def build_log(text: str) -> tuple[np.ndarray, str]:
+    """``log:sigma=S[,radius=R|,truncate=T]`` — Laplacian of Gaussian, zero sum.
+
+    Sign: this is ∇²G itself, *negative at the centre* (like ``laplacian``'s -4), so a bright
+    blob gives a negative response. Scale: the Laplacian of the normalised discrete Gaussian,
+    so the response to x² + y² is about 4, as for the continuous operator. The mean is then
+    subtracted so the weights sum to 0 (to round-off) despite the truncation.
+    """
+    p = _params("log", text, ("sigma", "radius", "truncate"), ("sigma",))
+    if "sigma" not in p:
+        raise _err("log needs sigma=..., e.g. log:sigma=1.5")
+    sigma = _number("log", "sigma", p["sigma"])
+    if sigma <= 0:
+        raise _err(f"log sigma must be > 0, got {_q(p['sigma'])}")
+    rx, ry = _radii("log", p, sigma, sigma)
+    if rx != ry:
+        raise _err(f"log radius must be a single number, got {_q(p['radius'])}")
+    if rx < 1:
+        raise _err(f"log:sigma={p['sigma']} gives radius 0; a LoG needs radius >= 1")
+    x = np.arange(-rx, rx + 1, dtype=np.float64)
+    r2 = x[:, None] ** 2 + x[None, :] ** 2
+    s2 = sigma * sigma
+    g = np.exp(-r2 / (2.0 * s2))
+    g /= g.sum()
+    weights = g * (r2 - 2.0 * s2) / (s2 * s2)
+    weights -= weights.mean()
+    spec = f"log:sigma={format_number(sigma)}"
+    if rx != int(4.0 * sigma + 0.5):
+        spec += f",radius={rx}"
+    return weights, spec
+
+
+# --------------------------------------------------------------------------- derivatives
+
+
+def _direction(family: str, p: dict[str, str]) -> str:
+    if "direction" not in p:
+        raise _err(f"{family} needs a direction, e.g. {family}:x")
+    d = p["direction"].lower()
+    if d not in ("x", "y"):
+        raise _err(f"{family} direction must be x or y, got {_q(p['direction'])}")
+    return d
+
+
+def sobel_1d(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """OpenCV ``getDerivKernels`` for a first derivative: (smoothing, derivative).
+
+    Smoothing is the binomial row of order size-1; the derivative is the binomial of order
+    size-2 differenced, so it grows to the right: size 3 -> [1,2,1], [-1,0,1].
+    """
+    smooth = np.array([math.comb(size - 1, i) for i in range(size)], dtype=np.float64)
+    binom = np.array([math.comb(size - 2, i) for i in range(size - 1)], dtype=np.float64)
+    # Written as right minus left so the middle zero is +0.0, not -0.0 (exact JSON/spec text).
+    deriv = np.concatenate([[0.0], binom]) - np.concatenate([binom, [0.0]])
+    return smooth, deriv
+
+
+def _oriented(direction: str, kx: np.ndarray) -> np.ndarray:
+    """Kernel for an x derivative given as ``kx``; y is its transpose (positive downwards)."""
+    return np.ascontiguousarray(kx if direction == "x" else kx.T)
+
+
+def build_sobel(text: str) -> tuple[np.ndarray, str]:
+    """``sobel:x|y[,size=3|5|7]`` — smoothing ⊗ derivative, unnormalised like OpenCV."""
+    p = _params("sobel", text, ("direction", "size"), ("direction",))
+    d = _direction("sobel", p)
+    size = _integer("sobel", "size", p["size"]) if "size" in p else 3
+    if size not in (3, 5, 7):
+        raise _err(f"sobel size must be 3, 5 or 7, got {_q(p['size'])}")
+    smooth, deriv = sobel_1d(size)
+    spec = f"sobel:{d}" if size == 3 else f"sobel:{d},size={size}"
+    return _oriented(d, np.outer(smooth, deriv)), spec
+
+
+def _fixed_derivative(family: str, smooth: list[float]) -> Builder:
+    def build(text: str) -> tuple[np.ndarray, str]:
+        p = _params(family, text, ("direction",), ("direction",))
+        d = _direction(family, p)
+        kx = np.outer(np.array(smooth, dtype=np.float64), [-1.0, 0.0, 1.0])
+        return _oriented(d, kx), f"{family}:{d}"
+
+    build.__doc__ = f"``{family}:x|y`` — {smooth} ⊗ [-1, 0, 1]."
+    return build
+
+
+# --------------------------------------------------------------------------- fixed 3×3
+
+
+_FIXED = {
+    "laplacian": [[0, 1, 0], [1, -4, 1], [0, 1, 0]],
+    "sharpen": [[0, -1, 0], [-1, 5, -1], [0, -1, 0]],
+    "emboss": [[-2, -1, 0], [-1, 1, 1], [0, 1, 2]],
+    "identity": [[0, 0, 0], [0, 1, 0], [0, 0, 0]],
+}
+
+
+def _fixed(family: str) -> Builder:
+    def build(text: str) -> tuple[np.ndarray, str]:
+        _params(family, text, ())
+        return np.array(_FIXED[family], dtype=np.float64), family
+
+    build.__doc__ = f"``{family}`` — the usual 3×3 {_FIXED[family]}."
+    return build
+
+
+# --------------------------------------------------------------------------- anti-aliased shapes
+
+
+def _offsets() -> np.ndarray:
+    # Sub-pixel sample centres in (-0.5, 0.5): odd multiples of 1/(2S), never on a pixel edge.
+    return (np.arange(SUPERSAMPLE) + 0.5) / SUPERSAMPLE - 0.5
+
+
+def _coverage(
+    rx: int, ry: int, inside: Callable[[np.ndarray, np.ndarray], np.ndarray]
+) -> np.ndarray:
+    """Count, per pixel of a (2ry+1)×(2rx+1) grid, the sub-samples (x, y) that are ``inside``.
+
+    One sub-row at a time keeps memory at grid × SUPERSAMPLE even for a 513×513 kernel.
+    """
+    off = _offsets()
+    xs = np.arange(-rx, rx + 1, dtype=np.float64)[None, :, None] + off[None, None, :]
+    counts = np.zeros((2 * ry + 1, 2 * rx + 1), dtype=np.int64)
+    rows = np.arange(-ry, ry + 1, dtype=np.float64)[:, None, None]
+    for dy in off:
+        counts += np.count_nonzero(inside(xs, rows + dy), axis=2)
+    return counts
+
+
+def build_disk(text: str) -> tuple[np.ndarray, str]:
+    """``disk:radius=R`` — a disc of radius R pixels, pixel weight = covered area, normalised.
+
+    Coverage is estimated with SUPERSAMPLE² samples per pixel; the grid is the smallest odd
+    square that holds the disc (radius ceil(R - 0.5) taps).
+    """
+    p = _params("disk", text, ("radius",), ("radius",))
+    if "radius" not in p:
+        raise _err("disk needs radius=..., e.g. disk:radius=4")
+    r = _number("disk", "radius", p["radius"])
+    if r < 0.5:
+        raise _err(f"disk radius must be >= 0.5, got {_q(p['radius'])}")
+    if r > MAX_KERNEL_SIDE:
+        raise _err(f"disk radius={p['radius']} is above the limit of {MAX_KERNEL_SIDE} taps")
+    n = max(0, math.ceil(r - 0.5))
+    _check_sides(f"disk radius={p['radius']}", 2 * n + 1, 2 * n + 1)
+    r2 = r * r
+    counts = _coverage(n, n, lambda x, y: x * x + y * y <= r2)
+    return counts / counts.sum(), f"disk:radius={format_number(r)}"
+
+
+def _cos_sin(angle: float) -> tuple[float, float]:
+    """cos/sin of an angle in degrees, exact at multiples of 90° (so 90° is a pure column)."""
+    a = angle % 360.0
+    exact = {0.0: (1.0, 0.0), 90.0: (0.0, 1.0), 180.0: (-1.0, 0.0), 270.0: (0.0, -1.0)}
+    if a in exact:
+        return exact[a]
+    t = math.radians(angle)
+    return math.cos(t), math.sin(t)
+
+
+def build_motion(text: str) -> tuple[np.ndarray, str]:
+    """``motion:length=L[,angle=A]`` — an anti-aliased line L pixels long, 1 pixel thick.
+
+    The line runs through the anchor at A degrees counter-clockwise from +x as seen on screen
+    (rows grow downwards, so 90° points up). Each pixel weighs the area of the L×1 rectangle it
+    covers (SUPERSAMPLE² samples), normalised; the grid is the smallest odd box that holds it,
+    so ``motion:length=9`` is the 9×1 mean. Any angle but a multiple of 90° is not rank 1.
+    """
+    p = _params("motion", text, ("length", "angle"), ("length",))
+    if "length" not in p:
+        raise _err("motion needs length=..., e.g. motion:length=9,angle=30")
+    length = _number("motion", "length", p["length"])
+    if length < 1:
+        raise _err(f"motion length must be >= 1, got {_q(p['length'])}")
+    angle = _number("motion", "angle", p["angle"]) if "angle" in p else 0.0
+    c, s = _cos_sin(angle)
+    half = length / 2.0
+    what = f"motion length={p['length']}"
+    if half > MAX_KERNEL_SIDE:
+        raise _err(f"{what} is above the limit of {MAX_KERNEL_SIDE} taps per side")
+    # Half-extents of the rotated rectangle; a pixel i is touched when i - 0.5 < extent.
+    ex = half * abs(c) + 0.5 * abs(s)
+    ey = half * abs(s) + 0.5 * abs(c)
+    rx = max(0, math.ceil(ex - 0.5 - 1e-9))
+    ry = max(0, math.ceil(ey - 0.5 - 1e-9))
+    _check_sides(what, 2 * rx + 1, 2 * ry + 1)
+
+    def inside(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        # Screen direction (c, s) is (c, -s) in (column, row) coordinates.
+        along = x * c - y * s
+        across = x * s + y * c
+        return (np.abs(along) <= half) & (np.abs(across) <= 0.5)
+
+    counts = _coverage(rx, ry, inside)
+    return counts / counts.sum(), (
+        f"motion:length={format_number(length)},angle={format_number(angle)}"
+    )
+
+
+# --------------------------------------------------------------------------- matrix
+
+
+def parse_matrix(text: str) -> tuple[np.ndarray, str]:
+    """``matrix:WxH:w00,w01,...[,normalize]`` — row-major weights; normalize divides by the sum.
+
+    The canonical spec writes each weight with :func:`format_number` (exact round trip).
+    """
+    size, sep, values = text.partition(":")
+    if not sep or not size.strip():
+        raise _err("matrix spec must be matrix:WxH:w1,w2,... (e.g. matrix:3x3:1,2,1,2,4,2,1,2,1)")
+    w, h = _int_pair("matrix", "size", size, 1)
+    _check_sides(f"matrix:{size.strip()}", w, h)
+    tokens = [t.strip() for t in values.split(",")]
+    normalize = False
+    if tokens and tokens[-1].lower() in ("normalize", "normalise"):
+        normalize = True
+        tokens.pop()
+    if tokens == [""]:
+        tokens = []
+    expected = w * h
+    if len(tokens) != expected:
+        raise _err(
+            f"matrix:{w}x{h} expects {expected} weights ({w} wide x {h} tall), {len(tokens)} given"
+        )
+    nums = []
+    for t in tokens:
+        try:
+            v = float(t)
+        except ValueError:
+            raise _err(f"matrix weight {_q(t)} is not a number") from None
+        if not math.isfinite(v):
+            raise _err(f"matrix weight {_q(t)} is not finite")
+        nums.append(v)
+    raw = np.array(nums, dtype=np.float64).reshape(h, w)
+    weights = raw
+    if normalize:
+        total = raw.sum()
+        if abs(total) <= 1e-12 * np.abs(raw).sum():
+            raise _err(f"matrix weights sum to {format_number(total)}: cannot normalize")
+        weights = raw / total
+    spec = f"matrix:{w}x{h}:" + ",".join(format_number(v) for v in nums)
+    if normalize:
+        spec += ",normalize"
+    return weights, spec
+
+
+def matrix_spec(weights: np.ndarray) -> str:
+    """The exact ``matrix:WxH:...`` spec of a float64 (rows, cols) array."""
+    rows, cols = weights.shape
+    return f"matrix:{cols}x{rows}:" + ",".join(format_number(v) for v in weights.ravel().tolist())
+
+
+#: Family name -> builder. ``@file.json`` is handled by blurapp.core.kernel.
+FAMILIES: dict[str, Builder] = {
+    "box": build_box,
+    "disk": build_disk,
+    "emboss": _fixed("emboss"),
+    "gaussian": build_gaussian,
+    "identity": _fixed("identity"),
+    "laplacian": _fixed("laplacian"),
+    "log": build_log,
+    "matrix": parse_matrix,
+    "motion": build_motion,
+    "prewitt": _fixed_derivative("prewitt", [1.0, 1.0, 1.0]),
+    "scharr": _fixed_derivative("scharr", [3.0, 10.0, 3.0]),
+    "sharpen": _fixed("sharpen"),
+    "sobel": build_sobel,
+}

@@ -1,0 +1,51 @@
+"""`blurapp bench` end to end on a small case: table, JSON records, CSV and plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REQUIRED = {
+    "strategy", "radius", "width", "height", "median_ms", "min_ms", "mpix_per_s",
+    "bytes_modelled", "gbps_effective", "timer", "adapter",
+}  # fmt: skip
+
+
+@pytest.mark.gpu
+def test_bench_writes_records_csv_and_plot(gpu: object, tmp_path: Path) -> None:
+    out_json, out_csv, out_png = tmp_path / "b.json", tmp_path / "b.csv", tmp_path / "b.png"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "blurapp", "bench", "--size", "64x48", "--size", "32x32",
+            "--radii", "1,3", "--repeat", "2", "--warmup", "1", "--quiet",
+            "--json", str(out_json), "--csv", str(out_csv), "--plot", str(out_png),
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(out_json.read_text())
+    assert len(records) == 2 * 2 * 4
+    for r in records:
+        assert REQUIRED <= r.keys()
+        assert r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"]
+        assert r["bytes_modelled"] > 0
+        assert r["timer"] in ("gpu", "wall")
+    assert {r["strategy"] for r in records} == {"direct", "tiled", "separable", "transpose"}
+    rows = list(csv.DictReader(out_csv.open()))
+    assert len(rows) == len(records)
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "vs direct" in proc.stdout
+
+
+def test_bench_rejects_bad_arguments() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "blurapp", "bench", "--size", "12by4"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert "12by4" in proc.stderr and "Traceback" not in proc.stderr
