@@ -1,0 +1,168 @@
+"""Conversion between stored pixel types and the normalised floats every filter works in.
+
+Normalised units: uint8 / 255, uint16 / 65535, float32 and float64 as they are. A border
+``constant=V`` is in these units too (0.5 is mid grey for integer images).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from blurapp.core.errors import ImageError, UsageError
+
+__all__ = [
+    "INTEGER_DTYPES",
+    "MAX_CHANNELS",
+    "RANGE_MODES",
+    "SUPPORTED_DTYPES",
+    "RangeMode",
+    "check_image",
+    "from_float",
+    "to_float",
+]
+
+RangeMode = Literal["clamp", "abs", "offset", "normalize"]
+RANGE_MODES: tuple[str, ...] = ("clamp", "abs", "offset", "normalize")
+
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(t) for t in (np.uint8, np.uint16, np.float32, np.float64)
+)
+INTEGER_DTYPES: tuple[np.dtype, ...] = (np.dtype(np.uint8), np.dtype(np.uint16))
+MAX_CHANNELS = 4
+
+_SUPPORTED_TEXT = ", ".join(d.name for d in SUPPORTED_DTYPES)
+
+
+def _supported_dtype(dtype: object) -> np.dtype:
+    try:
+        dt = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        raise UsageError(
+            f"unsupported pixel type {dtype!r}; supported: {_SUPPORTED_TEXT}"
+        ) from None
+    if dt not in SUPPORTED_DTYPES:
+        raise UsageError(f"unsupported pixel type {dt.name}; supported: {_SUPPORTED_TEXT}")
+    return dt
+
+
+def check_image(image: np.ndarray) -> None:
+    """Check that ``image`` is something the filters accept.
+
+    Arguments:
+        image: H×W or H×W×C array, C in 1..4, dtype uint8, uint16, float32 or float64.
+
+    Raises:
+        ImageError: with one line naming the problem (not an array, empty, wrong number of
+            dimensions, too many channels, unsupported dtype).
+    """
+    if not isinstance(image, np.ndarray):
+        raise ImageError(f"expected a numpy array as image, got {type(image).__name__}")
+    if image.ndim not in (2, 3):
+        raise ImageError(
+            f"image must be H×W or H×W×C, got {image.ndim} dimension(s) with shape {image.shape}"
+        )
+    if image.shape[0] == 0 or image.shape[1] == 0:
+        raise ImageError(f"image is empty (shape {image.shape})")
+    if image.ndim == 3 and not 1 <= image.shape[2] <= MAX_CHANNELS:
+        raise ImageError(
+            f"image has {image.shape[2]} channels; 1 to {MAX_CHANNELS} are supported "
+            f"(shape {image.shape})"
+        )
+    if image.dtype not in SUPPORTED_DTYPES:
+        raise ImageError(f"unsupported pixel type {image.dtype.name}; supported: {_SUPPORTED_TEXT}")
+
+
+def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64) -> np.ndarray:
+    """Convert an image to normalised floats, always H×W×C.
+
+    Arguments:
+        image: an image that passes :func:`check_image`.
+        dtype: float32 or float64.
+
+    Returns:
+        A C-contiguous H×W×C array of ``dtype``. When ``image`` already is C-contiguous
+        ``dtype`` it may be returned as a view: do not write into the result.
+    """
+    check_image(image)
+    out_dtype = np.dtype(dtype)
+    if out_dtype.kind != "f":
+        raise UsageError(f"to_float needs a float dtype, got {out_dtype.name}")
+    x = image if image.ndim == 3 else image[:, :, np.newaxis]
+    if x.dtype in INTEGER_DTYPES:
+        # Divide (not multiply by 1/max) so that from_float's rint(x * max) gives back the input
+        # exactly, also in float32.
+        scale = out_dtype.type(np.iinfo(x.dtype).max)
+        return np.ascontiguousarray(x.astype(out_dtype) / scale)
+    return np.ascontiguousarray(x, dtype=out_dtype)
+
+
+def _apply_range(x: np.ndarray, range_mode: str) -> np.ndarray:
+    """Map filtered values into [0, 1] as ``range_mode`` says (float64 work array)."""
+    if range_mode == "clamp":
+        y = np.array(x, dtype=np.float64)
+    elif range_mode == "abs":
+        y = np.abs(x, dtype=np.float64)
+    elif range_mode == "offset":
+        y = np.add(x, 0.5, dtype=np.float64)
+    else:  # normalize: stretch the finite min..max to 0..1 over all channels together
+        y = np.array(x, dtype=np.float64)
+        finite = y[np.isfinite(y)]
+        lo = float(finite.min()) if finite.size else 0.0
+        hi = float(finite.max()) if finite.size else 0.0
+        if hi > lo:
+            y -= lo
+            y /= hi - lo
+        else:  # a constant result has no range to stretch: it maps to 0
+            y[np.isfinite(y)] = 0.0
+    # NaN has no integer value; make it 0 rather than undefined-behaviour garbage.
+    np.nan_to_num(y, copy=False, nan=0.0, posinf=1.0, neginf=0.0)
+    np.clip(y, 0.0, 1.0, out=y)
+    return y
+
+
+def from_float(
+    x: np.ndarray,
+    dtype: type[np.generic] | np.dtype | str,
+    *,
+    range_mode: RangeMode | str = "clamp",
+    squeeze: bool,
+) -> np.ndarray:
+    """Convert normalised filter output back to a stored pixel type.
+
+    For uint8/uint16 the values first go through ``range_mode``:
+    ``clamp`` clips to [0, 1]; ``abs`` takes |x| then clips; ``offset`` adds 0.5 then clips
+    (mid grey is zero, for signed results such as Sobel); ``normalize`` stretches the image's
+    min..max (all channels together) linearly to [0, 1], a constant image becoming 0. Then they
+    are multiplied by the type's maximum, rounded to nearest (``np.rint``, ties to even) and
+    clipped to its range; NaN becomes 0. Float outputs are neither clamped nor range-mapped
+    (``range_mode`` is still validated but otherwise ignored): a float file keeps signed values.
+
+    Arguments:
+        x: H×W×C (or H×W) float array in normalised units.
+        dtype: the output dtype: uint8, uint16, float32 or float64.
+        range_mode: one of :data:`RANGE_MODES`.
+        squeeze: drop the channel axis (C must be 1), to give back an H×W image for an H×W input.
+
+    Returns:
+        A new array of ``dtype``.
+    """
+    dt = _supported_dtype(dtype)
+    if range_mode not in RANGE_MODES:
+        raise UsageError(f"unknown range mode {range_mode!r}; valid: {', '.join(RANGE_MODES)}")
+    x = np.asarray(x)
+    if x.dtype.kind not in "fiu":
+        raise UsageError(f"from_float needs a numeric array, got dtype {x.dtype.name}")
+    if squeeze and x.ndim == 3:
+        if x.shape[2] != 1:
+            raise ValueError(f"cannot squeeze the channel axis of shape {x.shape}: C is not 1")
+        x = x[:, :, 0]
+    if dt.kind == "f":
+        return x.astype(dt, copy=True)
+    top = float(np.iinfo(dt).max)
+    y = _apply_range(x, range_mode)
+    y *= top
+    np.rint(y, out=y)
+    np.clip(y, 0.0, top, out=y)
+    return y.astype(dt)
