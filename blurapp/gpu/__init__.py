@@ -1,1 +1,1 @@
-"""WebGPU engine: device, shader loading, strategies and GPU timing. No Qt; nothing runs at import."""
+"""WebGPU engine: device, shaders, strategies, GPU timing; no Qt, nothing runs at import."""

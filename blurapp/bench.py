@@ -1,0 +1,268 @@
+"""``blurapp bench``: time strategies × sizes × radii on this adapter, as tables, JSON, CSV, plots.
+
+Each case runs warm-up iterations first (pipelines compiled, textures allocated), then
+``--repeat`` timed ones; the figure is the median of the GPU timestamps when the adapter has
+them (else of the wall clock around submit-and-wait, and the record says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from blurapp.core.errors import UsageError
+
+DEFAULT_STRATEGIES = ("direct", "tiled", "separable", "transpose")
+FORMATS = ("rgba8", "rgba16f", "rgba32f")
+
+
+@dataclass(frozen=True)
+class BenchRecord:
+    """One strategy on one image size and radius."""
+
+    strategy: str
+    radius: int
+    width: int
+    height: int
+    channels: int
+    format: str
+    kernel: str
+    median_ms: float
+    min_ms: float
+    mpix_per_s: float
+    bytes_modelled: int
+    gbps_effective: float
+    timer: str
+    adapter: str
+    backend: str
+    repeat: int
+    passes: dict[str, float]
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"1920x1080"`` → ``(1920, 1080)`` (width, height)."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise UsageError(f"bad size {text!r}: expected WxH, e.g. 1024x1024") from None
+    if w < 1 or h < 1:
+        raise UsageError(f"bad size {text!r}: width and height must be at least 1")
+    return w, h
+
+
+def parse_int_list(text: str, what: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"bad {what} {text!r}: expected comma-separated integers") from None
+    if not values or min(values) < 0:
+        raise UsageError(f"bad {what} {text!r}: expected non-negative integers")
+    return values
+
+
+def bench_kernel(radius: int) -> str:
+    """The benchmark's kernel for a radius: a Gaussian of exactly that radius (rank 1)."""
+    sigma = max(radius / 3.0, 0.5)
+    return f"gaussian:sigma={sigma:g},radius={radius}"
+
+
+def make_image(width: int, height: int, channels: int, fmt: str, seed: int = 0) -> np.ndarray:
+    """A photo-like test image: smooth gradients plus noise, in the benchmark's storage format."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    base = 0.5 + 0.25 * np.sin(xx / 37.0) * np.cos(yy / 23.0)
+    img = base[..., None] + 0.1 * rng.standard_normal((height, width, channels), np.float32)
+    img = np.clip(img, 0.0, 1.0)
+    if fmt == "rgba8":
+        return np.rint(img * 255).astype(np.uint8)
+    if fmt == "rgba16f":
+        return img.astype(np.float16)
+    return img.astype(np.float32)
+
+
+def run_case(
+    image: np.ndarray,
+    strategy: str,
+    radius: int,
+    *,
+    border: str,
+    repeat: int,
+    warmup: int,
+    fmt: str,
+) -> BenchRecord:
+    """Time one strategy on one image with the benchmark kernel of ``radius``."""
+    from blurapp.engine import as_kernel, filter_float
+    from blurapp.gpu.device import get_device
+
+    ctx = get_device()
+    kernel = as_kernel(bench_kernel(radius))
+    x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
+    runs = []
+    for i in range(warmup + repeat):
+        _, timing, _, _ = filter_float(x, kernel, border, strategy)
+        if i >= warmup:
+            runs.append(timing)
+    totals = [t.total_ms for t in runs]
+    med = statistics.median(totals)
+    h, w = image.shape[:2]
+    passes = {
+        p.name: statistics.median(t.passes[i].ms for t in runs)
+        for i, p in enumerate(runs[0].passes)
+    }
+    moved = runs[0].bytes_modelled
+    return BenchRecord(
+        strategy=strategy,
+        radius=radius,
+        width=w,
+        height=h,
+        channels=image.shape[2],
+        format=fmt,
+        kernel=kernel.spec,
+        median_ms=med,
+        min_ms=min(totals),
+        mpix_per_s=w * h / (med * 1e3) if med > 0 else float("inf"),
+        bytes_modelled=moved,
+        gbps_effective=moved / (med * 1e6) if med > 0 else float("inf"),
+        timer=runs[0].timer,
+        adapter=str(ctx.info.get("device") or ctx.info.get("name") or "?"),
+        backend=str(ctx.info.get("backend_type") or ctx.info.get("backend") or "?"),
+        repeat=repeat,
+        passes=passes,
+    )
+
+
+def format_table(records: list[BenchRecord]) -> str:
+    """An aligned text table, with each strategy's speed-up over direct for the same case."""
+    direct = {(r.width, r.height, r.radius): r.median_ms for r in records if r.strategy == "direct"}
+    head = (
+        f"{'strategy':<10} {'size':>11} {'R':>3} {'median ms':>10} {'min ms':>9} "
+        f"{'Mpix/s':>9} {'GB/s':>7} {'vs direct':>9} timer"
+    )
+    lines = [head, "-" * len(head)]
+    for r in records:
+        base = direct.get((r.width, r.height, r.radius))
+        ratio = f"{base / r.median_ms:8.2f}×" if base and r.median_ms > 0 else f"{'':>9}"
+        lines.append(
+            f"{r.strategy:<10} {r.width:>5}x{r.height:<5} {r.radius:>3} {r.median_ms:>10.3f} "
+            f"{r.min_ms:>9.3f} {r.mpix_per_s:>9.1f} {r.gbps_effective:>7.2f} {ratio} {r.timer}"
+        )
+    return "\n".join(lines)
+
+
+def write_plot(records: list[BenchRecord], path: Path) -> None:
+    """Time against radius per strategy (log scale) and time against pixel count."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install 'blurapp[bench]'") from None
+    fig, (ax_r, ax_s) = plt.subplots(1, 2, figsize=(11, 4.5))
+    sizes = sorted({(r.width, r.height) for r in records}, key=lambda s: s[0] * s[1])
+    radii = sorted({r.radius for r in records})
+    largest = sizes[-1]
+    for strategy in dict.fromkeys(r.strategy for r in records):
+        mine = [r for r in records if r.strategy == strategy]
+        pts = sorted((r.radius, r.median_ms) for r in mine if (r.width, r.height) == largest)
+        if pts:
+            ax_r.plot(*zip(*pts, strict=True), marker="o", label=strategy)
+        r_ref = radii[len(radii) // 2]
+        pts = sorted((r.width * r.height / 1e6, r.median_ms) for r in mine if r.radius == r_ref)
+        if pts:
+            ax_s.plot(*zip(*pts, strict=True), marker="o", label=f"{strategy} (R={r_ref})")
+    adapter = records[0].adapter if records else ""
+    ax_r.set(
+        xscale="log",
+        yscale="log",
+        xlabel="kernel radius R",
+        ylabel="median ms",
+        title=f"time vs radius, {largest[0]}×{largest[1]}",
+    )
+    ax_s.set(
+        xscale="log",
+        yscale="log",
+        xlabel="megapixels",
+        ylabel="median ms",
+        title="time vs image size",
+    )
+    for ax in (ax_r, ax_s):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"blurapp bench on {adapter}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``blurapp bench``."""
+    p.add_argument("--size", action="append", metavar="WxH", help="image size (repeatable)")
+    p.add_argument("--radii", default="1,2,4,8,16,32", help="comma-separated kernel radii")
+    p.add_argument(
+        "--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated strategies"
+    )
+    p.add_argument("--channels", type=int, default=4, choices=(1, 2, 3, 4))
+    p.add_argument("--format", default="rgba32f", choices=FORMATS, help="storage format")
+    p.add_argument("--border", default="clamp", help="border mode")
+    p.add_argument("--repeat", type=int, default=5, help="timed runs per case (median)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed runs per case first")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write the records as JSON")
+    p.add_argument("--csv", type=Path, metavar="FILE", help="write the records as CSV")
+    p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the scaling curves")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Run the benchmark described by ``args``; returns the exit code."""
+    from blurapp.engine import GPU_STRATEGIES
+
+    sizes = [parse_size(s) for s in (args.size or ["1024x1024"])]
+    radii = parse_int_list(args.radii, "radii")
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = [s for s in strategies if s not in (*GPU_STRATEGIES, "cpu")]
+    if unknown:
+        raise UsageError(
+            f"unknown strategy {unknown[0]!r}: choose from {', '.join((*GPU_STRATEGIES, 'cpu'))}"
+        )
+    if args.repeat < 1 or args.warmup < 0:
+        raise UsageError("--repeat must be at least 1 and --warmup at least 0")
+    records: list[BenchRecord] = []
+    for w, h in sizes:
+        image = make_image(w, h, args.channels, args.format)
+        for radius in radii:
+            for strategy in strategies:
+                if not args.quiet:
+                    print(f"  {strategy} {w}x{h} R={radius} …", file=sys.stderr, flush=True)
+                records.append(
+                    run_case(
+                        image,
+                        strategy,
+                        radius,
+                        border=args.border,
+                        repeat=args.repeat,
+                        warmup=args.warmup,
+                        fmt=args.format,
+                    )
+                )
+    if records:
+        print(f"adapter: {records[0].adapter} ({records[0].backend}), timer: {records[0].timer}")
+    print(format_table(records))
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in records], indent=2) + "\n")
+    if args.csv:
+        with args.csv.open("w", newline="") as f:
+            fields = [k for k in asdict(records[0]) if k != "passes"] if records else []
+            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(asdict(r) for r in records)
+    if args.plot and records:
+        write_plot(records, args.plot)
+    return 0

@@ -1,0 +1,516 @@
+"""Run the GPU strategies: upload, dispatch the passes a strategy plans, time them, read back.
+
+:class:`GpuFilter` caches what a live preview would otherwise rebuild on every frame: shader
+modules and pipelines (keyed by shader, template parameters and override constants) and, per
+image shape, the textures, uniform buffers, bind groups and readback buffer.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import time
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from blurapp.core.borders import Border
+from blurapp.core.errors import ImageError, KernelSpecError
+from blurapp.core.planner import DeviceLimits
+from blurapp.core.timing import PassTiming, Timing
+from blurapp.gpu.device import GpuContext, get_device
+from blurapp.gpu.shaders import load_shader
+from blurapp.gpu.strategies import TEXEL_BYTES, PassSpec, get_strategy
+
+if TYPE_CHECKING:
+    from blurapp.core.kernel import Kernel
+
+__all__ = ["GpuFilter", "get_filter", "modelled_bytes"]
+
+# Weight buffers start big enough for a 257×257 kernel, so changing the kernel of a live
+# preview does not reallocate them; a larger kernel grows them (and rebuilds the bind groups).
+_WEIGHTS_CAPACITY = 257 * 257 * 4
+_MAX_PASSES = 4
+_ROW_ALIGN = 256  # copy_texture_to_buffer's bytes_per_row alignment
+_KEPT_SHAPES = 4  # image shapes whose resources stay cached (least recently used dropped)
+
+
+def _texture_usage() -> int:
+    import wgpu
+
+    u = wgpu.TextureUsage
+    return u.TEXTURE_BINDING | u.STORAGE_BINDING | u.COPY_DST | u.COPY_SRC
+
+
+@dataclass
+class _ShapeResources:
+    """Everything sized by one (width, height): reused as long as the shape is."""
+
+    width: int
+    height: int
+    textures: dict[tuple[str, int, int], tuple[Any, Any]] = field(default_factory=dict)
+    uniforms: dict[tuple[str, int], Any] = field(default_factory=dict)
+    bind_groups: dict[tuple[str, int], Any] = field(default_factory=dict)
+    staging: np.ndarray | None = None
+    readback: Any = None
+    row_bytes: int = 0
+
+
+def _check_image(x: np.ndarray, limits: DeviceLimits, max_buffer: int) -> np.ndarray:
+    """``x`` as a C-contiguous float32 H×W×C array, or ImageError naming what is wrong."""
+    x = np.asarray(x)
+    if x.ndim == 2:
+        x = x[:, :, None]
+    if x.ndim != 3:
+        raise ImageError(f"image must be H×W or H×W×C, got shape {x.shape}")
+    height, width, channels = x.shape
+    if height == 0 or width == 0:
+        raise ImageError(f"image is empty ({width}×{height} pixels)")
+    if not 1 <= channels <= 4:
+        raise ImageError(f"image has {channels} channels; 1 to 4 are supported")
+    if x.dtype.kind not in "fiub":
+        raise ImageError(f"image data type {x.dtype} is not numeric")
+    side = limits.max_texture_side
+    if width > side or height > side:
+        raise ImageError(
+            f"image is {width}×{height} pixels; this GPU's largest texture side is {side} "
+            "(use --strategy cpu)"
+        )
+    row_bytes = math.ceil(width * TEXEL_BYTES / _ROW_ALIGN) * _ROW_ALIGN
+    if row_bytes * height > max_buffer:
+        raise ImageError(
+            f"image is {width}×{height} pixels: {row_bytes * height >> 20} MiB per RGBA float "
+            f"copy exceeds this GPU's {max_buffer >> 20} MiB buffer limit (use --strategy cpu)"
+        )
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
+def _check_kernel(kernel: Kernel) -> None:
+    weights = np.asarray(kernel.weights)
+    if weights.ndim != 2 or weights.size == 0:
+        raise KernelSpecError(f"kernel weights must be a non-empty 2-D matrix, got {weights.shape}")
+    if not np.isfinite(weights).all():
+        raise KernelSpecError(f"kernel {kernel.name!r} has non-finite weights (NaN or inf)")
+
+
+def modelled_bytes(
+    strategy: str,
+    kernel: Kernel,
+    shape: tuple[int, ...],
+    *,
+    tile: int | None = None,
+    limits: DeviceLimits | None = None,
+) -> dict[str, int]:
+    """Global-memory bytes each pass of ``strategy`` is modelled to read and write, without running.
+
+    The model counts 16 bytes per rgba32float texel read or written, halo loads included
+    (direct: rows×cols reads per output; tiled: the halo once per tile; separable: the strip
+    or tile with its 1-D halo; transpose: one read and one write per texel).
+
+    Arguments:
+        strategy: a GPU strategy name.
+        kernel: the kernel.
+        shape: image shape (H, W) or (H, W, C).
+        tile: tile side for ``tiled`` (the planner's choice when ``None``).
+        limits: the device limits (the current device's when ``None`` and one exists, else
+            WebGPU's defaults).
+
+    Returns:
+        ``{pass name: bytes}`` in pass order.
+    """
+    if limits is None:
+        limits = DeviceLimits()
+    height, width = int(shape[0]), int(shape[1])
+    channels = int(shape[2]) if len(shape) > 2 else 4
+    passes = get_strategy(strategy).passes(kernel, 0, 0.0, (width, height), limits, tile, channels)
+    return {p.name: p.bytes_modelled for p in passes}
+
+
+class GpuFilter:
+    """Runs the GPU strategies on one device, caching pipelines and per-shape resources.
+
+    Thread-safe: runs are serialised (the GUI's preview worker and a batch can share it).
+    ``stats`` counts the GPU objects created, so that tests can check nothing is rebuilt.
+    """
+
+    def __init__(self, context: GpuContext | None = None) -> None:
+        self._ctx = context
+        self._lock = threading.RLock()
+        self._modules: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        self._pipelines: dict[tuple[Any, ...], Any] = {}
+        self._shapes: OrderedDict[tuple[int, int], _ShapeResources] = OrderedDict()
+        self._weights: list[Any] = []
+        self._weights_capacity = 0
+        self._layout: Any = None
+        self._pipeline_layout: Any = None
+        self._queries: tuple[Any, Any, Any] | None = None
+        self._period_ns: float | None = None
+        self._fence: tuple[Any, Any] | None = None
+        self.stats: Counter[str] = Counter()
+
+    @property
+    def context(self) -> GpuContext:
+        """The GPU context (created on first use; GpuUnavailableError without an adapter)."""
+        if self._ctx is None:
+            self._ctx = get_device()
+        return self._ctx
+
+    # -- public API -----------------------------------------------------------------------
+
+    def run(
+        self,
+        x: np.ndarray,
+        kernel: Kernel,
+        border: Border | str,
+        strategy: str,
+        *,
+        tile: int | None = None,
+    ) -> tuple[np.ndarray, Timing]:
+        """Correlate ``x`` with ``kernel`` on the GPU.
+
+        Arguments:
+            x: float H×W×C image (C 1..4; H×W is taken as one channel), normalised units.
+            kernel: the kernel, applied as correlation anchored at (rows // 2, cols // 2).
+            border: a :class:`Border` (or its name).
+            strategy: ``"direct"``, ``"tiled"``, ``"separable"`` or ``"transpose"``.
+            tile: tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
+                The other strategies ignore it.
+
+        Returns:
+            The float32 result with ``x``'s shape, and its :class:`Timing` (``timer`` is
+            ``"gpu"`` when the adapter records timestamps, else ``"wall"``).
+
+        Raises:
+            StrategyError: unknown strategy, or one that cannot run this kernel or tile.
+            ImageError: empty image, more than 4 channels, larger than the device allows.
+            KernelSpecError: non-finite weights.
+            GpuUnavailableError: no adapter.
+        """
+        start = time.perf_counter()
+        strat = get_strategy(strategy)
+        border = Border.parse(border)
+        _check_kernel(kernel)
+        strat.check(kernel)
+        ctx = self.context
+        squeeze = np.ndim(x) == 2
+        x = _check_image(x, ctx.limits, int(ctx.device.limits["max-buffer-size"]))
+        height, width, channels = x.shape
+        passes = strat.passes(
+            kernel, border.mode.value, border.value, (width, height), ctx.limits, tile, channels
+        )
+        with self._lock:
+            out, pass_ms, timer = self._execute(x, passes)
+        result = out[:, :, 0] if squeeze else out
+        timing = Timing(
+            passes=tuple(
+                PassTiming(p.name, ms, p.bytes_modelled)
+                for p, ms in zip(passes, pass_ms, strict=True)
+            ),
+            timer=timer,
+            pixels=width * height,
+            wall_ms=(time.perf_counter() - start) * 1e3,
+        )
+        return result, timing
+
+    def modelled_bytes(
+        self, strategy: str, kernel: Kernel, shape: tuple[int, ...], *, tile: int | None = None
+    ) -> dict[str, int]:
+        """:func:`modelled_bytes` with this device's limits."""
+        return modelled_bytes(strategy, kernel, shape, tile=tile, limits=self.context.limits)
+
+    def clear(self) -> None:
+        """Drop the per-shape resources (pipelines stay): frees GPU memory after a big image."""
+        with self._lock:
+            self._shapes.clear()
+
+    # -- execution --------------------------------------------------------------------------
+
+    def _execute(
+        self, x: np.ndarray, passes: tuple[PassSpec, ...]
+    ) -> tuple[np.ndarray, list[float], str]:
+        import wgpu
+
+        ctx = self.context
+        device = ctx.device
+        height, width, channels = x.shape
+        res = self._resources(width, height)
+        strategy_key = "/".join(p.shader for p in passes)
+
+        assert res.staging is not None
+        res.staging[:, :, :channels] = x
+        res.staging[:, :, channels:] = 0.0
+        in_tex, _ = self._texture(res, "input", (width, height))
+        device.queue.write_texture(
+            {"texture": in_tex, "mip_level": 0, "origin": (0, 0, 0)},
+            res.staging,
+            {"offset": 0, "bytes_per_row": width * TEXEL_BYTES, "rows_per_image": height},
+            (width, height, 1),
+        )
+
+        commands = []
+        for i, p in enumerate(passes):
+            pipeline = self._pipeline(p)
+            bind_group = self._bind_group(res, strategy_key, i, p)
+            device.queue.write_buffer(
+                res.uniforms[(strategy_key, i)],
+                0,
+                struct.pack("<iifi", p.size[0], p.size[1], p.constant, channels),
+            )
+            if p.weights is not None:
+                device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
+            commands.append((p, pipeline, bind_group))
+
+        out_tex, _ = self._texture(res, "output", (width, height))
+        timed = ctx.has_timestamps
+        if timed:
+            query_set, resolve_buf, ts_read = self._timestamp_buffers()
+        encoder = device.create_command_encoder()
+        pass_ms: list[float] = []
+        for i, (p, pipeline, bind_group) in enumerate(commands):
+            writes = (
+                {
+                    "query_set": query_set,
+                    "beginning_of_pass_write_index": 2 * i,
+                    "end_of_pass_write_index": 2 * i + 1,
+                }
+                if timed
+                else None
+            )
+            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=writes)
+            cpass.set_pipeline(pipeline)
+            cpass.set_bind_group(0, bind_group)
+            cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
+            cpass.end()
+            if not timed:
+                # No timestamps: time each pass with the clock around its own submit-and-wait.
+                # Mapping a 4-byte buffer copied after the pass is the wait (wgpu-py 0.32's
+                # on_submitted_work_done does not work with its wgpu-native).
+                fence_src, fence_read = self._fence_buffers()
+                encoder.copy_buffer_to_buffer(fence_src, 0, fence_read, 0, 4)
+                t0 = time.perf_counter()
+                device.queue.submit([encoder.finish()])
+                fence_read.map_sync(wgpu.MapMode.READ)
+                pass_ms.append((time.perf_counter() - t0) * 1e3)
+                fence_read.unmap()
+                encoder = device.create_command_encoder()
+        encoder.copy_texture_to_buffer(
+            {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
+            {
+                "buffer": res.readback,
+                "offset": 0,
+                "bytes_per_row": res.row_bytes,
+                "rows_per_image": height,
+            },
+            (width, height, 1),
+        )
+        if timed:
+            n = 2 * len(passes)
+            encoder.resolve_query_set(query_set, 0, n, resolve_buf, 0)
+            encoder.copy_buffer_to_buffer(resolve_buf, 0, ts_read, 0, n * 8)
+        device.queue.submit([encoder.finish()])
+
+        res.readback.map_sync(wgpu.MapMode.READ)
+        try:
+            raw = np.frombuffer(res.readback.read_mapped(copy=False), dtype=np.float32)
+            rows = raw.reshape(height, res.row_bytes // 4)[:, : width * 4]
+            out = rows.reshape(height, width, 4)[:, :, :channels].copy()
+        finally:
+            res.readback.unmap()
+        if timed:
+            ts_read.map_sync(wgpu.MapMode.READ)
+            try:
+                ticks = np.frombuffer(ts_read.read_mapped(0, n * 8), dtype=np.uint64)
+            finally:
+                ts_read.unmap()
+            period = self._timestamp_period()
+            for i in range(len(passes)):
+                begin, end = int(ticks[2 * i]), int(ticks[2 * i + 1])
+                pass_ms.append(max(end - begin, 0) * period / 1e6)
+        return out, pass_ms, "gpu" if timed else "wall"
+
+    # -- caches -------------------------------------------------------------------------------
+
+    def _resources(self, width: int, height: int) -> _ShapeResources:
+        import wgpu
+
+        key = (width, height)
+        res = self._shapes.get(key)
+        if res is not None:
+            self._shapes.move_to_end(key)
+            return res
+        res = _ShapeResources(width, height)
+        res.staging = np.zeros((height, width, 4), dtype=np.float32)
+        res.row_bytes = math.ceil(width * TEXEL_BYTES / _ROW_ALIGN) * _ROW_ALIGN
+        res.readback = self._buffer(
+            res.row_bytes * height, wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        )
+        self._shapes[key] = res
+        while len(self._shapes) > _KEPT_SHAPES:
+            self._shapes.popitem(last=False)
+        return res
+
+    def _buffer(self, size: int, usage: int) -> Any:
+        self.stats["buffers"] += 1
+        return self.context.device.create_buffer(size=size, usage=usage)
+
+    def _texture(self, res: _ShapeResources, slot: str, size: tuple[int, int]) -> tuple[Any, Any]:
+        key = (slot, size[0], size[1])
+        found = res.textures.get(key)
+        if found is None:
+            tex = self.context.device.create_texture(
+                label=f"blurapp {slot} {size[0]}x{size[1]}",
+                size=(size[0], size[1], 1),
+                format="rgba32float",
+                usage=_texture_usage(),
+            )
+            self.stats["textures"] += 1
+            found = (tex, tex.create_view())
+            res.textures[key] = found
+        return found
+
+    def _bind_group_layout(self) -> Any:
+        import wgpu
+
+        if self._layout is None:
+            compute = wgpu.ShaderStage.COMPUTE
+            self._layout = self.context.device.create_bind_group_layout(
+                entries=[
+                    {
+                        "binding": 0,
+                        "visibility": compute,
+                        "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"},
+                    },
+                    {
+                        "binding": 1,
+                        "visibility": compute,
+                        "storage_texture": {
+                            "access": "write-only",
+                            "format": "rgba32float",
+                            "view_dimension": "2d",
+                        },
+                    },
+                    {"binding": 2, "visibility": compute, "buffer": {"type": "read-only-storage"}},
+                    {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
+                ]
+            )
+            self._pipeline_layout = self.context.device.create_pipeline_layout(
+                bind_group_layouts=[self._layout]
+            )
+        return self._layout
+
+    def _weights_buffers(self, needed: int) -> list[Any]:
+        import wgpu
+
+        if needed > self._weights_capacity or not self._weights:
+            self._weights_capacity = max(_WEIGHTS_CAPACITY, needed)
+            usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+            self._weights = [
+                self._buffer(self._weights_capacity, usage) for _ in range(_MAX_PASSES)
+            ]
+            for res in self._shapes.values():  # they bound the old buffers
+                res.bind_groups.clear()
+        return self._weights
+
+    def _bind_group(self, res: _ShapeResources, strategy_key: str, i: int, p: PassSpec) -> Any:
+        import wgpu
+
+        weights = self._weights_buffers(0 if p.weights is None else p.weights.nbytes)
+        key = (strategy_key, i)
+        if key not in res.uniforms:
+            res.uniforms[key] = self._buffer(
+                16, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+            )
+        group = res.bind_groups.get(key)
+        if group is None:
+            _, src_view = self._texture(res, p.src, p.size)
+            _, dst_view = self._texture(res, p.dst, p.out_size)
+            group = self.context.device.create_bind_group(
+                layout=self._bind_group_layout(),
+                entries=[
+                    {"binding": 0, "resource": src_view},
+                    {"binding": 1, "resource": dst_view},
+                    {"binding": 2, "resource": {"buffer": weights[i]}},
+                    {"binding": 3, "resource": {"buffer": res.uniforms[key]}},
+                ],
+            )
+            self.stats["bind_groups"] += 1
+            res.bind_groups[key] = group
+        return group
+
+    def _pipeline(self, p: PassSpec) -> Any:
+        key = (p.shader, p.template, p.constants)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            device = self.context.device
+            module_key = (p.shader, p.template)
+            module = self._modules.get(module_key)
+            if module is None:
+                code = load_shader(p.shader, **dict(p.template))
+                module = device.create_shader_module(label=p.shader, code=code)
+                self.stats["shader_modules"] += 1
+                self._modules[module_key] = module
+            self._bind_group_layout()
+            pipeline = device.create_compute_pipeline(
+                label=p.shader,
+                layout=self._pipeline_layout,
+                compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
+            )
+            self.stats["pipelines"] += 1
+            self._pipelines[key] = pipeline
+        return pipeline
+
+    def _timestamp_buffers(self) -> tuple[Any, Any, Any]:
+        import wgpu
+
+        if self._queries is None:
+            n = 2 * _MAX_PASSES
+            query_set = self.context.device.create_query_set(type="timestamp", count=n)
+            resolve = self._buffer(
+                n * 8, wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
+            )
+            read = self._buffer(n * 8, wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+            self._queries = (query_set, resolve, read)
+        return self._queries
+
+    def _fence_buffers(self) -> tuple[Any, Any]:
+        import wgpu
+
+        if self._fence is None:
+            usage = wgpu.BufferUsage
+            self._fence = (
+                self._buffer(4, usage.COPY_SRC | usage.COPY_DST),
+                self._buffer(4, usage.MAP_READ | usage.COPY_DST),
+            )
+        return self._fence
+
+    def _timestamp_period(self) -> float:
+        """Nanoseconds per timestamp tick (the queue's timestamp period)."""
+        if self._period_ns is None:
+            queue = self.context.device.queue
+            getter = getattr(queue, "get_timestamp_period", None)
+            if getter is not None:
+                self._period_ns = float(getter())
+            else:
+                # wgpu-py 0.32 does not wrap it; the native call is wgpu-native's own.
+                from wgpu.backends.wgpu_native._ffi import lib
+
+                self._period_ns = float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
+            if not self._period_ns > 0:
+                self._period_ns = 1.0
+        return self._period_ns
+
+
+_filter_lock = threading.Lock()
+_filter: GpuFilter | None = None
+
+
+def get_filter() -> GpuFilter:
+    """The per-process :class:`GpuFilter` (its device is created on its first run)."""
+    global _filter
+    with _filter_lock:
+        if _filter is None:
+            _filter = GpuFilter()
+        return _filter

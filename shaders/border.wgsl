@@ -1,0 +1,52 @@
+// Border addressing shared by every filter shader (included by the strategy shaders).
+//
+// The including shader declares `src` (texture_2d<f32>) and `params` (a uniform whose `size`
+// is src's width and height and whose `constant` is the border value).
+
+// BorderMode value from blurapp.core.borders: 0 clamp, 1 constant, 2 reflect, 3 mirror, 4 wrap.
+override BORDER_MODE: i32 = 0;
+
+// i mod n in [0, n) also for negative i (WGSL's % keeps the sign of i).
+fn positive_mod(i: i32, n: i32) -> i32 {
+    let m = i % n;
+    return select(m, m + n, m < 0);
+}
+
+// The index in [0, n) that offset i reads, or -1 for "outside: read the constant".
+// Reflections repeat, so kernels larger than the image read valid pixels too.
+fn border_index(i: i32, n: i32) -> i32 {
+    if (i >= 0 && i < n) {
+        return i;
+    }
+    if (BORDER_MODE == 0) {
+        return clamp(i, 0, n - 1);
+    }
+    if (BORDER_MODE == 1) {
+        return -1;
+    }
+    if (BORDER_MODE == 2) {
+        // dcba|abcd|dcba: period 2n, the edge pixel repeated.
+        let m = positive_mod(i, 2 * n);
+        return select(m, 2 * n - 1 - m, m >= n);
+    }
+    if (BORDER_MODE == 3) {
+        // dcb|abcd|cba: period 2n-2, the edge pixel not repeated; one pixel mirrors onto itself.
+        if (n == 1) {
+            return 0;
+        }
+        let period = 2 * n - 2;
+        let m = positive_mod(i, period);
+        return select(m, period - m, m >= n);
+    }
+    return positive_mod(i, n);
+}
+
+// The src texel that offset (x, y) reads under the border mode.
+fn load_src(x: i32, y: i32) -> vec4<f32> {
+    let sx = border_index(x, params.size.x);
+    let sy = border_index(y, params.size.y);
+    if (sx < 0 || sy < 0) {
+        return vec4<f32>(params.constant);
+    }
+    return textureLoad(src, vec2<i32>(sx, sy), 0);
+}

@@ -1,0 +1,37 @@
+// Direct 2-D correlation: one invocation per output pixel, every tap read from global memory.
+// The baseline the other strategies are measured against.
+
+struct Params {
+    size: vec2<i32>,  // width, height of src and dst
+    constant: f32,    // border value for BorderMode.CONSTANT
+    channels: i32,    // channels that carry data (1..4)
+}
+
+@group(0) @binding(0) var src: texture_2d<f32>;
+@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+@group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
+@group(0) @binding(3) var<uniform> params: Params;
+
+override KW: i32 = 3;  // kernel columns
+override KH: i32 = 3;  // kernel rows
+
+{% include "border.wgsl" %}
+
+@compute @workgroup_size({$ wg_x $}, {$ wg_y $})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let x = i32(gid.x);
+    let y = i32(gid.y);
+    if (x >= params.size.x || y >= params.size.y) {
+        return;
+    }
+    // Correlation anchored at (rows // 2, cols // 2), as in scipy.ndimage.correlate.
+    let x0 = x - KW / 2;
+    let y0 = y - KH / 2;
+    var acc = vec4<f32>(0.0);
+    for (var ky = 0; ky < KH; ky++) {
+        for (var kx = 0; kx < KW; kx++) {
+            acc += weights[ky * KW + kx] * load_src(x0 + kx, y0 + ky);
+        }
+    }
+    textureStore(dst, vec2<i32>(x, y), acc);
+}

@@ -1,0 +1,222 @@
+"""GpuFilter against the float64 reference: every strategy, border mode, awkward shape."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import zlib
+
+import numpy as np
+import pytest
+
+from blurapp.core.borders import Border
+from blurapp.core.errors import ImageError, KernelSpecError, StrategyError
+from blurapp.core.kernel import Kernel
+from blurapp.core.reference import correlate_float
+from blurapp.gpu.engine import GpuFilter, get_filter, modelled_bytes
+from blurapp.gpu.strategies import STRATEGIES
+
+pytestmark = pytest.mark.gpu
+
+GPU_STRATEGIES = ("direct", "tiled", "separable", "transpose")
+ALL_BORDERS = ("clamp", "zero", "constant=0.5", "reflect", "mirror", "wrap")
+NON_SEPARABLE_5X3 = "matrix:5x3:" + ",".join(
+    str(v) for v in (1, -2, 3, 0.5, 2, 4, 1, -1, 2, 0, -3, 2, 1, 5, -0.5)
+)
+
+
+@functools.cache
+def kernel(spec: str) -> Kernel:
+    if spec == "random:65x65":  # non-separable, larger than the 20×20 image it runs on
+        w = np.random.default_rng(65).random((65, 65))
+        return Kernel.from_weights(w / w.sum())
+    return Kernel.parse(spec)
+
+
+def image(shape: tuple[int, int, int], tag: str) -> np.ndarray:
+    rng = np.random.default_rng(zlib.crc32(f"{shape}{tag}".encode()))
+    return rng.random(shape, dtype=np.float32)
+
+
+def assert_matches_reference(out: np.ndarray, x: np.ndarray, k: Kernel, border: str) -> None:
+    ref = correlate_float(x, k, Border.parse(border))
+    assert out.shape == x.shape
+    assert out.dtype == np.float32
+    # 1e-5 of the data range: inputs are in [0, 1]; derivative kernels widen the output range.
+    tol = 1e-5 * max(1.0, float(np.ptp(ref)))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=tol)
+
+
+def _cases() -> list[object]:
+    cases = []
+
+    def add(strategy: str, border: str, spec: str, shape: tuple[int, int, int]) -> None:
+        h, w, c = shape
+        cases.append(
+            pytest.param(
+                strategy, border, spec, shape, id=f"{strategy}-{border}-{spec}-{h}x{w}x{c}"
+            )
+        )
+
+    # Every strategy × every border mode, on a 1×1 image (the kernel is larger: reflections
+    # repeat), an odd 7×5 one and a 37×23 one, channels 1, 3 and 4.
+    for shape in ((1, 1, 1), (7, 5, 3), (37, 23, 4)):
+        for spec in ("gaussian:sigma=1", "box:4"):
+            for strategy in GPU_STRATEGIES:
+                for border in ALL_BORDERS:
+                    add(strategy, border, spec, shape)
+    # Several workgroups in both directions, partial ones at the edges, 2 channels.
+    for strategy in GPU_STRATEGIES:
+        for border in ("clamp", "constant=0.5", "mirror"):
+            add(strategy, border, "gaussian:sigma=1", (129, 257, 2))
+    # The other kernel shapes on three border modes each (together all six).
+    others = {
+        "gaussian:sigma=6": ((33, 40, 2), ("reflect", "wrap", "constant=0.5")),  # 49×49 > image
+        "box:6x2": ((129, 257, 3), ("clamp", "mirror", "zero")),
+        "sobel:x": ((129, 257, 1), ("reflect", "constant=0.5", "wrap")),
+        "box:9x1": ((129, 257, 1), ("clamp", "mirror", "constant=0.5")),
+        "box:1x9": ((129, 257, 4), ("reflect", "wrap", "zero")),
+    }
+    for spec, (shape, borders) in others.items():
+        for strategy in GPU_STRATEGIES:
+            for border in borders:
+                add(strategy, border, spec, shape)
+    # Non-separable kernels: direct and tiled only; 65×65 on a 20×20 image (scalar halo).
+    for spec, shape in ((NON_SEPARABLE_5X3, (17, 31, 2)), ("random:65x65", (20, 20, 3))):
+        for strategy in ("direct", "tiled"):
+            for border in ALL_BORDERS:
+                add(strategy, border, spec, shape)
+    return cases
+
+
+@pytest.mark.parametrize(("strategy", "border", "spec", "shape"), _cases())
+def test_matches_reference(gpu, strategy, border, spec, shape) -> None:
+    x = image(shape, spec)
+    k = kernel(spec)
+    out, timing = get_filter().run(x, k, Border.parse(border), strategy)
+    assert_matches_reference(out, x, k, border)
+    assert timing.pixels == shape[0] * shape[1]
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+@pytest.mark.parametrize("spec", ["gaussian:sigma=1", "gaussian:sigma=3"])
+def test_tile_override(gpu, tile, spec) -> None:
+    # sigma=3 is 25×25: at T=32 only the scalar (one channel at a time) halo fits.
+    x = image((45, 70, 3), "tile")
+    out, _ = get_filter().run(x, kernel(spec), Border.parse("mirror"), "tiled", tile=tile)
+    assert_matches_reference(out, x, kernel(spec), "mirror")
+
+
+def test_two_dimensional_image_stays_two_dimensional(gpu) -> None:
+    x = image((9, 11, 1), "2d")[:, :, 0]
+    out, _ = get_filter().run(x, kernel("box:4"), "wrap", "tiled")
+    assert out.shape == x.shape
+    ref = correlate_float(x[:, :, None], kernel("box:4"), Border.parse("wrap"))[:, :, 0]
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
+
+
+def test_rank_two_kernel_to_separable_strategies_is_refused(gpu) -> None:
+    x = image((8, 8, 1), "lap")
+    for strategy in ("separable", "transpose"):
+        with pytest.raises(StrategyError) as err:
+            get_filter().run(x, kernel("laplacian"), "clamp", strategy)
+        assert str(err.value) == (
+            f"{strategy} needs a rank-1 kernel; laplacian has rank 2: use direct, tiled or cpu"
+        )
+
+
+@pytest.mark.parametrize(
+    ("shape", "needle"),
+    [((0, 5, 1), "empty"), ((5, 0, 3), "empty"), ((4, 4, 5), "5 channels"), ((4, 4, 0), "0")],
+)
+def test_bad_images_are_refused(gpu, shape, needle) -> None:
+    with pytest.raises(ImageError, match=needle):
+        get_filter().run(np.zeros(shape, np.float32), kernel("box:4"), "clamp", "direct")
+
+
+def test_image_larger_than_the_device_allows(gpu) -> None:
+    side = gpu.limits.max_texture_side
+    with pytest.raises(ImageError, match=f"largest texture side is {side}"):
+        get_filter().run(np.zeros((1, side + 1), np.float32), kernel("box:4"), "clamp", "direct")
+
+
+def test_non_finite_weights_are_refused(gpu) -> None:
+    weights = np.ones((3, 3))
+    weights[1, 1] = np.nan
+    fake = types.SimpleNamespace(weights=weights, shape=(3, 3), name="matrix")
+    with pytest.raises(KernelSpecError, match="non-finite"):
+        get_filter().run(np.zeros((4, 4, 1), np.float32), fake, "clamp", "direct")
+
+
+@pytest.mark.parametrize("strategy", ["cpu", "auto", "fft", ""])
+def test_unknown_strategy(gpu, strategy) -> None:
+    with pytest.raises(StrategyError, match="unknown GPU strategy"):
+        get_filter().run(np.zeros((4, 4, 1), np.float32), kernel("box:4"), "clamp", strategy)
+
+
+def test_bad_tile(gpu) -> None:
+    with pytest.raises(StrategyError, match="12"):
+        get_filter().run(
+            np.zeros((4, 4, 1), np.float32), kernel("box:4"), "clamp", "tiled", tile=12
+        )
+
+
+@pytest.mark.parametrize("strategy", GPU_STRATEGIES)
+def test_timing(gpu, strategy) -> None:
+    k = kernel("gaussian:sigma=2")
+    x = image((96, 128, 4), "timing")
+    _, timing = get_filter().run(x, k, "clamp", strategy)
+    expected = modelled_bytes(strategy, k, x.shape, limits=gpu.limits)
+    assert [p.name for p in timing.passes] == list(expected)
+    assert [p.bytes_modelled for p in timing.passes] == list(expected.values())
+    assert timing.timer == ("gpu" if gpu.has_timestamps else "wall")
+    if "llvmpipe" in gpu.info["name"]:
+        assert timing.timer == "gpu"  # lavapipe has timestamp-query
+    assert all(p.ms > 0 for p in timing.passes), timing
+    assert timing.wall_ms > 0
+    assert timing.pixels == 96 * 128
+    assert timing.bytes_modelled > 2 * 96 * 128 * 16
+
+
+def test_wall_clock_timing_without_timestamps(gpu) -> None:
+    f = GpuFilter(dataclasses.replace(gpu, has_timestamps=False))
+    x = image((20, 30, 2), "wall")
+    out, timing = f.run(x, kernel("gaussian:sigma=1"), "reflect", "transpose")
+    assert_matches_reference(out, x, kernel("gaussian:sigma=1"), "reflect")
+    assert timing.timer == "wall"
+    assert [p.name for p in timing.passes] == ["rows", "transpose", "rows_t", "transpose_back"]
+    assert all(p.ms > 0 for p in timing.passes)
+
+
+@pytest.mark.parametrize("strategy", GPU_STRATEGIES)
+def test_repeated_runs_rebuild_nothing(fresh_filter, strategy) -> None:
+    f = fresh_filter
+    x = image((30, 40, 3), "cache")
+    f.run(x, kernel("gaussian:sigma=1"), "clamp", strategy)
+    created = dict(f.stats)
+    assert created["pipelines"] >= 1 and created["textures"] >= 2
+    # Same shape, new pixels, another kernel of the same size, another constant: all reused.
+    f.run(image((30, 40, 3), "cache2"), kernel("gaussian:sigma=1"), "clamp", strategy)
+    f.run(x, kernel("box:9"), "clamp", strategy)
+    out, _ = f.run(x, kernel("box:9"), "clamp", strategy)
+    assert dict(f.stats) == created
+    assert_matches_reference(out, x, kernel("box:9"), "clamp")
+    # A new shape gets its own textures; going back to the first one creates nothing.
+    f.run(image((31, 40, 3), "cache3"), kernel("box:9"), "clamp", strategy)
+    grown = dict(f.stats)
+    assert grown["textures"] > created["textures"]
+    assert grown["pipelines"] == created["pipelines"]
+    f.run(x, kernel("box:9"), "clamp", strategy)
+    assert dict(f.stats) == grown
+
+
+def test_get_filter_is_a_singleton(gpu) -> None:
+    assert get_filter() is get_filter()
+    assert get_filter().context is gpu
+
+
+def test_registry_covers_the_engine_strategies() -> None:
+    from blurapp import engine
+
+    assert tuple(STRATEGIES) == tuple(engine.GPU_STRATEGIES) == GPU_STRATEGIES
