@@ -1,0 +1,738 @@
+"""Run a Conv2D layer on the GPU as direct, im2col + tiled GEMM or implicit GEMM, and time it.
+
+The registry :data:`CONV_STRATEGIES` holds one class per strategy; each checks whether it can
+run a layer (:meth:`ConvStrategy.why_not`), picks its tiles with the same storage accounting as
+``blurapp conv plan`` (:func:`blurapp.conv.tile_budget.plan_tile`) and encodes its passes.
+:class:`ConvRunner` owns the pipelines and runs one layer; :func:`conv2d` is the entry point the
+command line and the GUI use. The device is created on first use, never at import time.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from blurapp.conv.pass_timer import PassTimer
+from blurapp.conv.spec import ConvSpec, check_array
+from blurapp.conv.tile_budget import TileBudget, plan_tile
+from blurapp.core.errors import StrategyError, UsageError
+from blurapp.core.timing import PassTiming, Timing
+
+if TYPE_CHECKING:
+    from blurapp.core.planner import DeviceLimits
+    from blurapp.gpu.device import GpuContext
+
+__all__ = [
+    "CONV_STRATEGIES",
+    "GPU_STRATEGIES",
+    "STRATEGIES",
+    "ConvMemory",
+    "ConvResult",
+    "ConvRunner",
+    "GemmTiles",
+    "choose_strategy",
+    "conv2d",
+    "get_runner",
+    "why_not",
+]
+
+STRATEGIES: tuple[str, ...] = ("auto", "direct", "im2col", "implicit-gemm")
+GPU_STRATEGIES: tuple[str, ...] = STRATEGIES[1:]
+F32 = 4
+_FLAT_WG = 64  # invocations per workgroup of the one-invocation-per-element passes
+_MAX_GROUPS = 65535  # WebGPU's maxComputeWorkgroupsPerDimension default
+
+
+@dataclass(frozen=True)
+class GemmTiles:
+    """The tiles a GEMM strategy runs with, and their storage budget.
+
+    Attributes:
+        kind: ``"implicit-gemm"`` or ``"im2col"``.
+        tile: output pixels per workgroup, ``(Th, Tw)``; im2col's GEMM tiles the flat pixel
+            axis, ``(1, BN)``.
+        cin_block: input channels per step (implicit GEMM's TC) or GEMM columns of K per step
+            (im2col's BK).
+        cout_block: output channels per workgroup (TM, the GEMM's BM).
+        register_tile: ``(RM, RN)`` outputs each invocation accumulates in registers.
+        threads: invocations per workgroup.
+        budget: :func:`plan_tile`'s accounting of the tile against the device's workgroup memory
+            (im2col's GEMM counts as a 1×1 convolution over the column matrix).
+    """
+
+    kind: str
+    tile: tuple[int, int]
+    cin_block: int
+    cout_block: int
+    register_tile: tuple[int, int]
+    threads: int
+    budget: TileBudget
+
+    def describe(self) -> str:
+        th, tw = self.tile
+        rm, rn = self.register_tile
+        if self.kind == "im2col":
+            head = f"GEMM tile BM={self.cout_block} BN={tw} BK={self.cin_block}"
+        else:
+            head = f"tile {th}×{tw} px, TM={self.cout_block} TC={self.cin_block}"
+        return (
+            f"{head}, registers {rm}×{rn}, {self.threads} invocations, "
+            f"{self.budget.total_bytes} of {self.budget.budget} B"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "tile": list(self.tile),
+            "cin_block": self.cin_block,
+            "cout_block": self.cout_block,
+            "register_tile": list(self.register_tile),
+            "threads": self.threads,
+            "budget": self.budget.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class ConvMemory:
+    """GPU buffer bytes a run allocated; ``column_bytes`` is im2col's matrix (0 otherwise)."""
+
+    input_bytes: int
+    weight_bytes: int
+    bias_bytes: int
+    output_bytes: int
+    column_bytes: int = 0
+
+    @property
+    def total_bytes(self) -> int:
+        return (
+            self.input_bytes
+            + self.weight_bytes
+            + self.bias_bytes
+            + self.output_bytes
+            + self.column_bytes
+        )
+
+    @property
+    def blowup(self) -> float:
+        """Column matrix over input bytes: about k² / stride² (0 without a column matrix)."""
+        return self.column_bytes / self.input_bytes if self.input_bytes else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_bytes": self.input_bytes,
+            "weight_bytes": self.weight_bytes,
+            "bias_bytes": self.bias_bytes,
+            "output_bytes": self.output_bytes,
+            "column_bytes": self.column_bytes,
+            "total_bytes": self.total_bytes,
+            "column_blowup": self.blowup,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ConvResult:
+    """One layer run: the float32 output (in the input's layout) and how it was computed."""
+
+    y: np.ndarray
+    spec: ConvSpec
+    strategy: str
+    reason: str
+    timing: Timing
+    memory: ConvMemory
+    tiles: GemmTiles | None = None
+
+    @property
+    def gpu_ms(self) -> float:
+        return self.timing.total_ms
+
+    @property
+    def gflops(self) -> float:
+        """GFLOP/s over the timed passes (a multiply-add is 2 FLOP)."""
+        ms = self.timing.total_ms
+        return self.spec.flops / (ms * 1e6) if ms > 0 else float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "reason": self.reason,
+            "spec": self.spec.to_dict(),
+            "timing": self.timing.to_dict(),
+            "gpu_ms": self.gpu_ms,
+            "gflops": self.gflops,
+            "memory": self.memory.to_dict(),
+            "tiles": None if self.tiles is None else self.tiles.to_dict(),
+        }
+
+
+@dataclass
+class _Buffers:
+    x: Any
+    w: Any
+    bias: Any
+    y: Any
+    col: Any = None
+
+
+@dataclass
+class _Pass:
+    name: str
+    pipeline: Any
+    bindings: list[Any]
+    uniform: np.ndarray
+    workgroups: tuple[int, int, int]
+    bytes_modelled: int
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(1, n))))
+
+
+def _flat_dispatch(total: int) -> tuple[tuple[int, int, int], int]:
+    """Workgroups for ``total`` invocations of a flat pass, folded into 2-D, and the row pitch."""
+    groups = max(1, math.ceil(total / _FLAT_WG))
+    gx = min(groups, _MAX_GROUPS)
+    gy = math.ceil(groups / gx)
+    if gy > _MAX_GROUPS:
+        raise UsageError(f"the layer has {total} outputs, more than one dispatch can cover")
+    return (gx, gy, 1), gx * _FLAT_WG
+
+
+class ConvStrategy(ABC):
+    """One way to run a layer: a name, what it cannot run, its tiles and its passes."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+
+    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+        """Why this strategy cannot run ``spec`` on a device with ``limits``, or ``None``."""
+        return None
+
+    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles | None:
+        """The GEMM tiles it would use (``None`` for strategies without tiles)."""
+        return None
+
+    def weights_for(self, spec: ConvSpec, w: np.ndarray) -> np.ndarray:
+        """The weights as the shader reads them (default: the (Cout, Cin/g, kh, kw) array)."""
+        return w
+
+    def column_bytes(self, spec: ConvSpec) -> int:
+        return 0
+
+    @abstractmethod
+    def passes(
+        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+    ) -> list[_Pass]:
+        """The compute passes, in order."""
+
+
+class DirectConv(ConvStrategy):
+    """One invocation per output element, looping over Cin/groups·kh·kw taps in global memory."""
+
+    name = "direct"
+    summary = "one invocation per output, every tap read from global memory"
+
+    def passes(
+        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+    ) -> list[_Pass]:
+        total = spec.n * spec.cout * spec.oh * spec.ow
+        groups, pitch = _flat_dispatch(total)
+        uniform = np.array(
+            [
+                spec.n, spec.cin, spec.h, spec.w,
+                spec.cout, spec.oh, spec.ow, spec.groups,
+                spec.kh, spec.kw, spec.stride, spec.dilation,
+                spec.padding, total, pitch, 0,
+            ],
+            dtype=np.uint32,
+        )  # fmt: skip
+        pipeline = runner.pipeline("conv_direct", layout=spec.layout, wg=_FLAT_WG)
+        # every tap reads one input and one weight value from global memory
+        traffic = total * (2 * spec.gemm_k + 1) * F32
+        return [
+            _Pass("direct", pipeline, [bufs.x, bufs.w, bufs.bias, bufs.y], uniform, groups, traffic)
+        ]
+
+
+def _dense_only(name: str, spec: ConvSpec) -> str | None:
+    if spec.groups == 1:
+        return None
+    kind = "depthwise" if spec.is_depthwise else f"grouped (groups={spec.groups})"
+    return (
+        f"{name} runs dense layers only (groups=1); this layer is {kind}: "
+        "use --strategy direct (auto picks it)"
+    )
+
+
+def _choose_tiles(
+    kind: str,
+    spec: ConvSpec,
+    limits: DeviceLimits,
+    pixel_tiles: tuple[tuple[int, int], ...],
+    cin_blocks: tuple[int, ...],
+    kernel: tuple[int, int],
+    stride: int,
+    dilation: int,
+    cin: int,
+) -> GemmTiles:
+    """The largest tiles whose :func:`plan_tile` total fits the device's workgroup memory."""
+    tm_max = 64 if kind == "im2col" else 32
+    tm_first = min(tm_max, max(4, _next_pow2(spec.cout)))
+    tms = [t for t in (64, 32, 16, 8, 4) if t <= tm_first]
+    tc_cap = max(1, _next_pow2(cin))
+    last: TileBudget | None = None
+    for th, tw in pixel_tiles:
+        for tm in tms:
+            # 8 channels × 4 pixels per invocation: one B value feeds 8 FMAs (15 % faster on
+            # lavapipe than 4×4); the shaders hold it as rm vec4 rows
+            rm, rn = (8 if tm >= 8 else 4), 4
+            threads = (tm // rm) * (th * tw // rn)
+            if threads > limits.max_invocations:
+                continue
+            for tc in (b for b in cin_blocks if b <= tc_cap):
+                budget = plan_tile(
+                    (th, tw),
+                    tc,
+                    tm,
+                    kernel,
+                    stride=stride,
+                    dilation=dilation,
+                    dtype="fp32",
+                    budget=limits.workgroup_storage,
+                    cin=cin,
+                    cout=spec.cout,
+                )
+                last = budget
+                if budget.fits:
+                    return GemmTiles(kind, (th, tw), tc, tm, (rm, rn), threads, budget)
+    need = "" if last is None else f" (the smallest tile needs {last.total_bytes} bytes)"
+    raise StrategyError(
+        f"{kind}: no tile fits this device's {limits.workgroup_storage} bytes of workgroup "
+        f"memory for a {spec.kw}×{spec.kh} kernel{need}: use --strategy direct"
+    )
+
+
+class Im2colConv(ConvStrategy):
+    """im2col into a GPU buffer, then a GEMM tiled in workgroup memory and in registers."""
+
+    name = "im2col"
+    summary = "column matrix in a GPU buffer, then a workgroup- and register-tiled GEMM"
+
+    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+        dense = _dense_only(self.name, spec)
+        if dense:
+            return dense
+        if self.column_bytes(spec) > limits.max_storage_binding:
+            mib = self.column_bytes(spec) / 2**20
+            return (
+                f"im2col's column matrix needs {mib:.0f} MiB ({spec.kh * spec.kw}× taps per "
+                f"pixel), more than the {limits.max_storage_binding // 2**20} MiB this device "
+                "binds: use --strategy implicit-gemm"
+            )
+        return None
+
+    @staticmethod
+    def no_copy(spec: ConvSpec) -> bool:
+        """The input already is the GEMM's B matrix: 1×1 on NHWC (P×C), or on NCHW with N=1."""
+        return spec.is_pointwise and (spec.layout == "nhwc" or spec.n == 1)
+
+    def column_bytes(self, spec: ConvSpec) -> int:
+        return 0 if self.no_copy(spec) else spec.gemm_k * spec.output_pixels * F32
+
+    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles:
+        # The GEMM is a 1×1 convolution over the column matrix: K "channels", BN pixels.
+        return _choose_tiles(
+            "im2col", spec, limits, ((1, 64), (1, 32), (1, 16)), (32, 16, 8, 4), (1, 1), 1, 1,
+            spec.gemm_k,
+        )  # fmt: skip
+
+    def weights_for(self, spec: ConvSpec, w: np.ndarray) -> np.ndarray:
+        # NHWC's column rows run (ky, kx, c), so the weights' K axis must too.
+        return np.ascontiguousarray(w.transpose(0, 2, 3, 1)) if spec.layout == "nhwc" else w
+
+    def passes(
+        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+    ) -> list[_Pass]:
+        assert tiles is not None
+        out: list[_Pass] = []
+        k, pixels = spec.gemm_k, spec.output_pixels
+        b_layout = "kp" if spec.layout == "nchw" else "pk"
+        if self.no_copy(spec):
+            bmat = bufs.x
+        else:
+            total = k * pixels
+            groups, pitch = _flat_dispatch(total)
+            uniform = np.array(
+                [
+                    spec.n, spec.cin, spec.h, spec.w,
+                    spec.oh, spec.ow, spec.kh, spec.kw,
+                    spec.stride, spec.dilation, spec.padding, total,
+                    pitch, k, pixels, 0,
+                ],
+                dtype=np.uint32,
+            )  # fmt: skip
+            pipeline = runner.pipeline("conv_im2col", layout=spec.layout, wg=_FLAT_WG)
+            out.append(
+                _Pass("im2col", pipeline, [bufs.x, bufs.col], uniform, groups, 2 * total * F32)
+            )
+            bmat = bufs.col
+        bm, bk = tiles.cout_block, tiles.cin_block
+        bn = tiles.tile[1]
+        rm, rn = tiles.register_tile
+        gx, gy = math.ceil(pixels / bn), math.ceil(spec.cout / bm)
+        if gx > _MAX_GROUPS:
+            raise StrategyError(
+                f"im2col: {pixels} output pixels need {gx} workgroups, more than {_MAX_GROUPS}"
+            )
+        pipeline = runner.pipeline(
+            "conv_gemm", bm=bm, bn=bn, bk=bk, rm=rm, rn=rn, b_layout=b_layout,
+            out_layout=spec.layout,
+        )  # fmt: skip
+        uniform = np.array([spec.cout, pixels, k, spec.oh * spec.ow], dtype=np.uint32)
+        traffic = (gx * gy * (bm + bn) * k + spec.cout * pixels) * F32
+        out.append(
+            _Pass(
+                "gemm", pipeline, [bmat, bufs.w, bufs.bias, bufs.y], uniform, (gx, gy, 1), traffic
+            )
+        )
+        return out
+
+
+class ImplicitGemmConv(ConvStrategy):
+    """The GEMM reading straight from the activations through a halo tile: no column matrix."""
+
+    name = "implicit-gemm"
+    summary = "GEMM over halo tiles read straight from the activations, no column matrix"
+
+    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+        return _dense_only(self.name, spec)
+
+    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles:
+        small = spec.oh * spec.ow < 64 or spec.ow < 8
+        pixel_tiles = ((4, 4),) if small else ((8, 8), (4, 8), (4, 4))
+        return _choose_tiles(
+            "implicit-gemm", spec, limits, pixel_tiles, (16, 8, 4, 2, 1), (spec.kh, spec.kw),
+            spec.stride, spec.dilation, spec.cin,
+        )  # fmt: skip
+
+    def passes(
+        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+    ) -> list[_Pass]:
+        assert tiles is not None
+        th, tw = tiles.tile
+        tm, tc = tiles.cout_block, tiles.cin_block
+        rm, rn = tiles.register_tile
+        ih, iw = tiles.budget.input_tile
+        tiles_x, tiles_y = math.ceil(spec.ow / tw), math.ceil(spec.oh / th)
+        cout_blocks = math.ceil(spec.cout / tm)
+        if tiles_x * tiles_y > _MAX_GROUPS or spec.n > _MAX_GROUPS:
+            raise StrategyError(
+                f"implicit-gemm: {tiles_x * tiles_y} output tiles per image exceed one dispatch"
+            )
+        pipeline = runner.pipeline(
+            "conv_implicit_gemm", th=th, tw=tw, tm=tm, tc=tc, rm=rm, rn=rn, kh=spec.kh,
+            kw=spec.kw, stride=spec.stride, dilation=spec.dilation, ih=ih, iw=iw,
+            layout=spec.layout,
+        )  # fmt: skip
+        uniform = np.array(
+            [
+                spec.n, spec.cin, spec.h, spec.w,
+                spec.cout, spec.oh, spec.ow, spec.padding,
+                tiles_x, 0, 0, 0,
+            ],
+            dtype=np.uint32,
+        )  # fmt: skip
+        workgroups = spec.n * tiles_x * tiles_y * cout_blocks
+        per_group = math.ceil(spec.cin / tc) * tc * (ih * iw + tm * spec.kh * spec.kw)
+        traffic = (workgroups * per_group + spec.n * spec.cout * spec.oh * spec.ow) * F32
+        return [
+            _Pass(
+                "implicit-gemm",
+                pipeline,
+                [bufs.x, bufs.w, bufs.bias, bufs.y],
+                uniform,
+                (tiles_x * tiles_y, cout_blocks, spec.n),
+                traffic,
+            )
+        ]
+
+
+CONV_STRATEGIES: dict[str, ConvStrategy] = {
+    s.name: s for s in (DirectConv(), Im2colConv(), ImplicitGemmConv())
+}
+
+
+def why_not(strategy: str, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+    """Why ``strategy`` cannot run ``spec`` on this device, or ``None`` when it can."""
+    if strategy not in CONV_STRATEGIES:
+        raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    reason = CONV_STRATEGIES[strategy].why_not(spec, limits)
+    if reason is None and strategy != "direct":
+        try:
+            CONV_STRATEGIES[strategy].tiles(spec, limits)
+        except StrategyError as err:
+            return str(err)
+    return reason
+
+
+def choose_strategy(spec: ConvSpec, limits: DeviceLimits) -> tuple[str, str]:
+    """The strategy ``auto`` runs for ``spec``, and a one-line reason.
+
+    Arguments:
+        spec: the layer.
+        limits: the device's limits.
+
+    Returns:
+        ``(strategy, reason)``.
+    """
+    if spec.groups > 1:
+        kind = "depthwise" if spec.is_depthwise else f"grouped (groups={spec.groups})"
+        return "direct", (
+            f"{kind}: each output reads only {spec.cin_per_group} input channel(s), too little "
+            "reuse for a GEMM tile; direct"
+        )
+    if Im2colConv.no_copy(spec) and why_not("im2col", spec, limits) is None:
+        return "im2col", (
+            f"1×1 on {spec.layout.upper()}: the input already is the pixels×channels matrix, "
+            "so this is a plain tiled GEMM with no im2col pass"
+        )
+    if spec.cout < 4 or spec.gemm_k < 8:
+        # a GEMM tile would be mostly masked lanes: nothing to reuse
+        return "direct", (
+            f"{spec.cout} output channel(s) × {spec.gemm_k} taps: too small for GEMM tiles; direct"
+        )
+    reason = why_not("implicit-gemm", spec, limits)
+    if reason is None:
+        col = Im2colConv().column_bytes(spec)
+        return "implicit-gemm", (
+            f"dense {spec.kw}×{spec.kh}: implicit GEMM reuses each input halo tile across "
+            f"{min(spec.cout, 32)} output channels with no column matrix (im2col would "
+            f"allocate {col} bytes)"
+        )
+    return "direct", f"implicit-gemm cannot run: {reason}; direct"
+
+
+class ConvRunner:
+    """Runs layers on one device; compiled pipelines are cached by shader and template."""
+
+    def __init__(self, context: GpuContext | None = None) -> None:
+        self._context = context
+        self._pipelines: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def context(self) -> GpuContext:
+        if self._context is None:
+            from blurapp.gpu.device import get_device
+
+            self._context = get_device()
+        return self._context
+
+    @property
+    def limits(self) -> DeviceLimits:
+        return self.context.limits
+
+    def pipeline(self, shader: str, **template: Any) -> Any:
+        """The compute pipeline of ``shaders/<shader>.wgsl`` rendered with ``template``."""
+        from blurapp.gpu.shaders import load_shader
+
+        key = (shader, tuple(sorted(template.items())))
+        pipe = self._pipelines.get(key)
+        if pipe is None:
+            device = self.context.device
+            module = device.create_shader_module(label=shader, code=load_shader(shader, **template))
+            pipe = device.create_compute_pipeline(
+                label=shader, layout="auto", compute={"module": module, "entry_point": "main"}
+            )
+            self._pipelines[key] = pipe
+        return pipe
+
+    def run(
+        self,
+        x: np.ndarray,
+        weights: np.ndarray,
+        bias: np.ndarray | None,
+        spec: ConvSpec,
+        strategy: str = "auto",
+        *,
+        repeats: int = 1,
+    ) -> ConvResult:
+        """Run one layer; see :func:`conv2d`. ``repeats`` > 1 keeps the fastest timed run."""
+        if strategy not in STRATEGIES:
+            raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+        limits = self.limits  # creates the device first: no adapter is a one-line error
+        import wgpu
+
+        if strategy == "auto":
+            name, reason = choose_strategy(spec, limits)
+        else:
+            name, reason = strategy, f"as requested: {CONV_STRATEGIES[strategy].summary}"
+            problem = CONV_STRATEGIES[name].why_not(spec, limits)
+            if problem:
+                raise StrategyError(problem)
+        strat = CONV_STRATEGIES[name]
+        tiles = strat.tiles(spec, limits)
+        w_gpu = np.ascontiguousarray(strat.weights_for(spec, weights), dtype=np.float32)
+        b_gpu = np.zeros(spec.cout, np.float32) if bias is None else np.asarray(bias, np.float32)
+        y_bytes = spec.n * spec.cout * spec.oh * spec.ow * F32
+        memory = ConvMemory(
+            input_bytes=x.nbytes,
+            weight_bytes=w_gpu.nbytes,
+            bias_bytes=b_gpu.nbytes,
+            output_bytes=y_bytes,
+            column_bytes=strat.column_bytes(spec),
+        )
+        for what, size in (("input", x.nbytes), ("output", y_bytes), ("weights", w_gpu.nbytes)):
+            if size > limits.max_storage_binding:
+                raise UsageError(
+                    f"the {what} needs {size} bytes, more than the {limits.max_storage_binding} "
+                    "this device binds in one buffer"
+                )
+
+        with self._lock:
+            device = self.context.device
+            t_start = time.perf_counter()
+            storage = wgpu.BufferUsage.STORAGE
+            bufs = _Buffers(
+                x=device.create_buffer_with_data(data=x, usage=storage),
+                w=device.create_buffer_with_data(data=w_gpu, usage=storage),
+                bias=device.create_buffer_with_data(data=b_gpu, usage=storage),
+                y=device.create_buffer(size=y_bytes, usage=storage | wgpu.BufferUsage.COPY_SRC),
+                col=(
+                    device.create_buffer(size=memory.column_bytes, usage=storage)
+                    if memory.column_bytes
+                    else None
+                ),
+            )
+            passes = strat.passes(self, spec, bufs, tiles)
+            groups = []
+            for p in passes:
+                ubuf = device.create_buffer_with_data(
+                    data=p.uniform, usage=wgpu.BufferUsage.UNIFORM
+                )
+                entries = [{"binding": 0, "resource": {"buffer": ubuf}}] + [
+                    {"binding": i + 1, "resource": {"buffer": b}} for i, b in enumerate(p.bindings)
+                ]
+                groups.append(
+                    device.create_bind_group(
+                        layout=p.pipeline.get_bind_group_layout(0), entries=entries
+                    )
+                )
+            best: list[float] | None = None
+            timer_kind = "wall"
+            for _ in range(max(1, repeats) + (1 if repeats > 1 else 0)):
+                ms, timer_kind = self._submit(device, passes, groups)
+                if best is None or sum(ms) < sum(best):
+                    best = ms
+            y = np.frombuffer(device.queue.read_buffer(bufs.y), dtype=np.float32).copy()
+            wall_ms = (time.perf_counter() - t_start) * 1e3
+        assert best is not None
+        timing = Timing(
+            passes=tuple(
+                PassTiming(p.name, m, p.bytes_modelled) for p, m in zip(passes, best, strict=True)
+            ),
+            timer=timer_kind,  # type: ignore[arg-type]
+            pixels=spec.output_pixels,
+            wall_ms=wall_ms,
+        )
+        return ConvResult(
+            y=y.reshape(spec.y_shape),
+            spec=spec,
+            strategy=name,
+            reason=reason,
+            timing=timing,
+            memory=memory,
+            tiles=tiles,
+        )
+
+    def _submit(
+        self, device: Any, passes: list[_Pass], groups: list[Any]
+    ) -> tuple[list[float], str]:
+        timer = PassTimer(device, len(passes), use_timestamps=self.context.has_timestamps)
+        encoder = device.create_command_encoder()
+        for i, (p, bind_group) in enumerate(zip(passes, groups, strict=True)):
+            writes = timer.writes(i)
+            cpass = (
+                encoder.begin_compute_pass(timestamp_writes=writes)
+                if writes
+                else encoder.begin_compute_pass()
+            )
+            cpass.set_pipeline(p.pipeline)
+            cpass.set_bind_group(0, bind_group)
+            cpass.dispatch_workgroups(*p.workgroups)
+            cpass.end()
+            if timer.timer == "wall":
+                timer.wall_pass(encoder.finish())
+                encoder = device.create_command_encoder()
+        timer.resolve(encoder)
+        device.queue.submit([encoder.finish()])
+        return timer.read_ms(), timer.timer
+
+
+_runner: ConvRunner | None = None
+_runner_lock = threading.Lock()
+
+
+def get_runner() -> ConvRunner:
+    """The process's :class:`ConvRunner` (on :func:`blurapp.gpu.device.get_device`)."""
+    global _runner
+    with _runner_lock:
+        if _runner is None:
+            _runner = ConvRunner()
+        return _runner
+
+
+def conv2d(
+    x: np.ndarray,
+    weights: np.ndarray,
+    bias: np.ndarray | None = None,
+    *,
+    stride: int = 1,
+    dilation: int = 1,
+    padding: int = 0,
+    groups: int = 1,
+    layout: str = "nchw",
+    strategy: str = "auto",
+    repeats: int = 1,
+    runner: ConvRunner | None = None,
+) -> ConvResult:
+    """Run a Conv2D layer on the GPU (float32, zero padding, cross-correlation like PyTorch).
+
+    Arguments:
+        x: ``(N, C, H, W)`` for nchw or ``(N, H, W, C)`` for nhwc.
+        weights: ``(Cout, C/groups, kh, kw)`` in both layouts.
+        bias: ``(Cout,)`` or ``None``.
+        stride, dilation, padding, groups: the layer's hyper-parameters.
+        layout: ``"nchw"`` or ``"nhwc"``; the output comes back in the same layout.
+        strategy: ``"direct"``, ``"im2col"``, ``"implicit-gemm"`` or ``"auto"``.
+        repeats: timed runs; the fastest is reported (one warm-up run first when > 1).
+        runner: the :class:`ConvRunner` to use (default: the process's one).
+
+    Returns:
+        A :class:`ConvResult` with the output, the strategy and why, GPU times and memory.
+
+    Raises:
+        UsageError: shapes that do not make a layer. StrategyError: a strategy that cannot run
+        this layer (e.g. im2col with groups > 1). GpuUnavailableError: no adapter.
+    """
+    xs = check_array("input", x)
+    ws = check_array("weights", weights)
+    bs = None if bias is None else check_array("bias", bias)
+    spec = ConvSpec.from_arrays(
+        xs.shape,
+        ws.shape,
+        stride=stride,
+        dilation=dilation,
+        padding=padding,
+        groups=groups,
+        layout=layout,
+        bias_shape=None if bs is None else bs.shape,
+    )
+    if strategy not in STRATEGIES:
+        raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    return (runner or get_runner()).run(xs, ws, bs, spec, strategy, repeats=repeats)
