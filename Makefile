@@ -57,8 +57,9 @@ format: $(STAMP)
 wheel-check: $(STAMP) | $(XDG_RUNTIME_DIR)
 	bash packaging/wheel-check.sh $(BIN)/python
 
+# The real window under Xvfb: docs/screenshot.png (main window), docs/compare.png (borders).
 screenshot: $(STAMP) | $(XDG_RUNTIME_DIR)
-	$(BIN)/python -m blurapp.ui.screenshot --out docs
+	xvfb-run -a -s "-screen 0 1600x1000x24" $(BIN)/python -m blurapp.ui.screenshot --out docs
 
 bench: $(STAMP) | $(XDG_RUNTIME_DIR)
 	$(BIN)/blurapp bench

@@ -1,0 +1,239 @@
+"""Time ``blurapp batch`` against ImageMagick and libvips on the same photo-like 4K images.
+
+Generates N photo-like images (smooth shading, edges, texture and sensor-like noise) as PNG and as
+JPEG, then, alternating the tools round after round, times a Gaussian blur of sigma 2 over all of
+them with:
+
+- ``blurapp batch DIR/*.png -o OUT -k gaussian:sigma=2`` (one process for the whole set),
+- ImageMagick ``convert IN -gaussian-blur 0x2 OUT`` (one process per file, as a shell loop does),
+- libvips ``vips gaussblur IN OUT 2`` (one process per file).
+
+A peer that is not installed is skipped with the command that installs it (Debian/Ubuntu:
+``apt-get install imagemagick libvips-tools``). Prints the median wall time of each tool, the
+ratios to blurapp, and peak resident memory (``wait4``'s ru_maxrss: the largest process of a run).
+
+Usage: ``python benchmarks/batch_vs_peers.py [--count 20] [--size 3840x2160] [--rounds 3]
+[--formats png,jpg] [--strategy auto] [--json results.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+INSTALL_HINT = {
+    "imagemagick": "apt-get install imagemagick",
+    "vips": "apt-get install libvips-tools",
+}
+
+
+def photo_like(width: int, height: int, seed: int) -> np.ndarray:
+    """An RGB uint8 image with a photo's statistics: smooth shading, edges, texture, noise."""
+    rng = np.random.default_rng(seed)
+    # Smooth shading: a small random field upsampled with bicubic interpolation.
+    small = rng.random((9, 16, 3)) * 255
+    shade = np.asarray(
+        Image.fromarray(small.astype(np.uint8)).resize((width, height), Image.Resampling.BICUBIC),
+        dtype=np.float32,
+    )
+    # Mid-frequency texture (foliage, fabric): another field at a finer scale.
+    tex = rng.random((height // 24 + 1, width // 24 + 1, 3)) * 60
+    texture = np.asarray(
+        Image.fromarray(tex.astype(np.uint8)).resize((width, height), Image.Resampling.BILINEAR),
+        dtype=np.float32,
+    )
+    image = 0.8 * shade + texture - 30
+    # Hard edges: a few flat rectangles and discs, as objects in a scene.
+    yy, xx = np.mgrid[0:height, 0:width]
+    for _ in range(6):
+        colour = rng.random(3) * 255
+        x0, y0 = rng.integers(0, width), rng.integers(0, height)
+        if rng.random() < 0.5:
+            w, h = rng.integers(width // 10, width // 3), rng.integers(height // 10, height // 3)
+            mask = (xx >= x0) & (xx < x0 + w) & (yy >= y0) & (yy < y0 + h)
+        else:
+            r = rng.integers(height // 20, height // 5)
+            mask = (xx - x0) ** 2 + (yy - y0) ** 2 < r * r
+        image[mask] = 0.5 * image[mask] + 0.5 * colour
+    image += rng.normal(0, 3, image.shape).astype(np.float32)  # sensor noise
+    return np.clip(image, 0, 255).astype(np.uint8)
+
+
+@dataclass
+class Run:
+    tool: str
+    fmt: str
+    wall_s: float
+    peak_rss_mib: float
+
+
+def _run_measured(commands: list[list[str]], env: dict[str, str]) -> tuple[float, float]:
+    """Run commands one after another; (wall seconds, largest peak RSS of them in MiB).
+
+    The peak comes from GNU time (``%M``) where it is installed: a child forked from this big
+    Python process would otherwise count the parent's pages it saw before exec.
+    """
+    gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+    peak = 0
+    start = time.perf_counter()
+    for cmd in commands:
+        if gnu_time:
+            with tempfile.NamedTemporaryFile("r") as rss:
+                full = [gnu_time, "-f", "%M", "-o", rss.name, *cmd]
+                proc = subprocess.run(full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      env=env)  # fmt: skip
+                kib = int(rss.read().strip().splitlines()[-1] or 0) if proc.returncode == 0 else 0
+            err = proc.stderr.decode(errors="replace")
+        else:
+            child = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+            )
+            _, status, usage = os.wait4(child.pid, 0)
+            proc = subprocess.CompletedProcess(cmd, os.waitstatus_to_exitcode(status))
+            err = child.stderr.read().decode(errors="replace") if child.stderr else ""
+            kib = usage.ru_maxrss  # KiB on Linux
+        if proc.returncode != 0:
+            raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.strip()[:500]}")
+        peak = max(peak, kib)
+    return time.perf_counter() - start, peak / 1024
+
+
+def _imagemagick() -> list[str] | None:
+    for name in ("magick", "convert"):
+        exe = shutil.which(name)
+        if not exe:
+            continue
+        probe = subprocess.run([exe, "-version"], capture_output=True, text=True)
+        if "ImageMagick" in probe.stdout:
+            return [exe]
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=20, help="images per format (default 20)")
+    parser.add_argument("--size", default="3840x2160", help="WxH (default 3840x2160)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--formats", default="png,jpg", help="comma list of png, jpg")
+    parser.add_argument("--strategy", default="auto", help="blurapp --strategy (default auto)")
+    parser.add_argument("--jobs", type=int, default=None, help="blurapp --jobs")
+    parser.add_argument("--workdir", help="where to put images (default: a temporary folder)")
+    parser.add_argument("--json", help="write the results here as JSON")
+    args = parser.parse_args(argv)
+    width, height = (int(v) for v in args.size.lower().split("x"))
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+
+    magick = _imagemagick()
+    vips = shutil.which("vips")
+    tools = ["blurapp"]
+    for name, found in (("imagemagick", magick), ("vips", vips)):
+        if found:
+            tools.append(name)
+        else:
+            print(f"skipping {name}: not installed (Debian/Ubuntu: {INSTALL_HINT[name]})")
+
+    root = Path(args.workdir or tempfile.mkdtemp(prefix="blurapp-bench-"))
+    print(f"generating {args.count} photo-like {width}x{height} images per format in {root}")
+    inputs: dict[str, list[Path]] = {}
+    for fmt in formats:
+        folder = root / f"in_{fmt}"
+        folder.mkdir(parents=True, exist_ok=True)
+        inputs[fmt] = []
+        for i in range(args.count):
+            path = folder / f"photo{i:03d}.{fmt}"
+            if not path.exists():
+                image = Image.fromarray(photo_like(width, height, seed=i))
+                image.save(path, **({"quality": 92} if fmt == "jpg" else {"compress_level": 6}))
+            inputs[fmt].append(path)
+
+    env = dict(os.environ)
+    env.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
+
+    def commands(tool: str, fmt: str, out: Path) -> list[list[str]]:
+        if tool == "blurapp":
+            cmd = [sys.executable, "-m", "blurapp", "batch", *map(str, inputs[fmt])]
+            cmd += ["-o", str(out), "-k", "gaussian:sigma=2", "--strategy", args.strategy]
+            cmd += ["--overwrite", "-q"]
+            if args.jobs:
+                cmd += ["--jobs", str(args.jobs)]
+            return [cmd]
+        if tool == "imagemagick":
+            assert magick is not None
+            return [
+                [*magick, str(p), "-gaussian-blur", "0x2", str(out / p.name)] for p in inputs[fmt]
+            ]
+        assert vips is not None
+        return [[vips, "gaussblur", str(p), str(out / p.name), "2"] for p in inputs[fmt]]
+
+    runs: list[Run] = []
+    for r in range(args.rounds):
+        order = tools if r % 2 == 0 else tools[::-1]  # alternate to spread drift and warm caches
+        for fmt in formats:
+            for tool in order:
+                out = root / f"out_{tool}_{fmt}"
+                if out.exists():
+                    shutil.rmtree(out)
+                out.mkdir()
+                wall, peak = _run_measured(commands(tool, fmt, out), env)
+                runs.append(Run(tool, fmt, wall, peak))
+                print(f"round {r + 1} {fmt:4s} {tool:12s} {wall:8.2f} s  peak {peak:7.1f} MiB")
+
+    print()
+    print(f"{args.count} images {width}x{height}, gaussian sigma 2, median of {args.rounds} rounds")
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    for fmt in formats:
+        summary[fmt] = {}
+        for tool in tools:
+            walls = [x.wall_s for x in runs if x.tool == tool and x.fmt == fmt]
+            peaks = [x.peak_rss_mib for x in runs if x.tool == tool and x.fmt == fmt]
+            summary[fmt][tool] = {"wall_s": statistics.median(walls), "peak_rss_mib": max(peaks)}
+        base = summary[fmt]["blurapp"]["wall_s"]
+        for tool in tools:
+            s = summary[fmt][tool]
+            s["ratio_to_blurapp"] = s["wall_s"] / base
+            print(
+                f"{fmt:4s} {tool:12s} {s['wall_s']:8.2f} s  {s['wall_s'] / args.count:6.2f} s/image"
+                f"  x{s['ratio_to_blurapp']:5.2f} of blurapp  peak {s['peak_rss_mib']:7.1f} MiB"
+            )
+    # Same job? The first image's outputs, compared with blurapp's.
+    for fmt in formats:
+        ours = np.asarray(Image.open(root / f"out_blurapp_{fmt}" / inputs[fmt][0].name), float)
+        for tool in tools[1:]:
+            theirs = np.asarray(Image.open(root / f"out_{tool}_{fmt}" / inputs[fmt][0].name), float)
+            diff = np.abs(ours - theirs[..., : ours.shape[-1]]).mean()
+            print(f"{fmt:4s} mean |blurapp - {tool}| on the first image: {diff:.2f} levels")
+    if args.json:
+        machine = {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        }
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "machine": machine,
+                    "args": vars(args),
+                    "summary": summary,
+                    "runs": [r.__dict__ for r in runs],
+                },
+                indent=2,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""``blurapp apply`` and ``blurapp batch``: check everything, then filter files into files.
+
+Both check their options, kernel and outputs before reading a single pixel, so that a usage
+error (exit 2) never leaves half a run behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from blurapp.batch.pipeline import (
+    BatchInterrupted,
+    EncodeSettings,
+    FileRecord,
+    FilterOutcome,
+    FilterSettings,
+    process_file,
+    run_pipeline,
+)
+from blurapp.core.errors import UsageError
+from blurapp.core.imageio import format_from_path
+
+__all__ = ["format_timing", "run_apply", "run_batch", "settings_from_args"]
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[FilterSettings, EncodeSettings]:
+    """Checked filter and encoder settings from apply's or batch's options."""
+    settings = FilterSettings.create(
+        args.kernel,
+        args.border,
+        args.strategy,
+        args.tile,
+        convolve=args.convolve,
+        range_mode=args.range_mode,
+        alpha=args.alpha,
+        linear=args.linear,
+    )
+    encode = EncodeSettings(
+        quality=args.quality,
+        compress_level=args.compress_level,
+        lossless=args.lossless,
+        overwrite=args.overwrite,
+        max_pixels=int(args.max_megapixels * 1e6),
+    )
+    return settings, encode
+
+
+def format_timing(outcome: FilterOutcome) -> str:
+    """The ``--timing`` lines: strategy and reason, passes, timer, Mpix/s and modelled GB/s."""
+    t = outcome.timing
+    lines = [
+        f"strategy    {outcome.strategy}" + (f"  ({outcome.reason})" if outcome.reason else "")
+    ]
+    for p in t.passes:
+        traffic = f"{p.bytes_modelled / 1e6:10.2f} MB modelled" if p.bytes_modelled else ""
+        lines.append(f"pass        {p.name:<12} {p.ms:9.3f} ms  {traffic}".rstrip())
+    lines.append(
+        f"timer       {t.timer}  (passes {t.total_ms:.3f} ms; whole call {t.wall_ms:.3f} ms, "
+        "upload and readback included)"
+    )
+    rate = f"{t.mpix_per_s:.1f} Mpix/s" if t.total_ms > 0 else "n/a"
+    if t.bytes_modelled:
+        traffic = f"{t.bytes_modelled / 1e6:.2f} MB modelled, {t.gbps_effective:.2f} GB/s"
+    else:
+        traffic = "no modelled traffic (cpu reference)"
+    lines.append(f"throughput  {t.pixels / 1e6:.3f} Mpix at {rate}; {traffic}")
+    return "\n".join(lines)
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    """``blurapp apply IN -o OUT --kernel SPEC ...``; returns the exit code."""
+    settings, encode = settings_from_args(args)
+    source, output = Path(args.input), Path(args.output)
+    fmt = format_from_path(output)
+    if not os.path.lexists(source):
+        raise UsageError(f"no such file: {source}")
+    if os.path.lexists(output) and os.path.realpath(output) == os.path.realpath(source):
+        raise UsageError(f"the output {output} is the input; an input is never modified")
+    if os.path.lexists(output) and not args.overwrite:
+        raise UsageError(f"{output} exists (use --overwrite to replace it)")
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"the output folder {folder} does not exist")
+    _image, outcome = process_file(source, output, fmt, settings, encode)
+    if args.timing:
+        print(format_timing(outcome), file=sys.stderr)
+    return 0
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Make SIGTERM stop a batch like Ctrl-C does: cleanly, with no partial file."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """``blurapp batch IN... -o DIR --kernel SPEC ...``; returns the exit code (0, 1 or 2)."""
+    from blurapp.batch.inputs import expand_inputs, plan_jobs, split_existing
+    from blurapp.batch.progress import Progress
+    from blurapp.batch.report import build_report, write_report
+
+    settings, encode = settings_from_args(args)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"-o {out_dir} is not a folder")
+    if args.report:
+        report_folder = Path(args.report).parent
+        if str(report_folder) and not report_folder.is_dir():
+            raise UsageError(f"the report's folder {report_folder} does not exist")
+    inputs = expand_inputs(args.inputs, recursive=args.recursive)
+    jobs = plan_jobs(inputs, out_dir, fmt=args.format, suffix=args.suffix)
+    to_run, skipped = split_existing(
+        jobs, overwrite=args.overwrite, skip_existing=args.skip_existing
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    progress = Progress(len(to_run), enabled=False if args.quiet else None)
+
+    def on_done(record: FileRecord) -> None:
+        if record.status == "failed":
+            progress.message(f"blurapp: error: {record.error}")
+        progress.advance(record.pixels if record.status == "ok" else 0)
+
+    def ordered(records: list[FileRecord]) -> list[FileRecord]:
+        skipped_records = [
+            FileRecord(str(j.input), str(j.output), status="skipped") for j in skipped
+        ]
+        by_input = {r.input: r for r in (*records, *skipped_records)}
+        return [by_input[str(j.input)] for j in jobs]
+
+    start = time.perf_counter()
+    try:
+        with _sigterm_as_interrupt():
+            records = run_pipeline(to_run, settings, encode, workers=args.jobs, on_done=on_done)
+    except BatchInterrupted as stopped:
+        progress.close()
+        if args.report:  # an interrupted run's report still says what was written
+            wall_s = time.perf_counter() - start
+            write_report(args.report, build_report(ordered(stopped.records), settings, wall_s))
+        raise
+    finally:
+        progress.close()
+    wall_s = time.perf_counter() - start
+
+    rows = ordered(records)
+    if args.report:
+        write_report(args.report, build_report(rows, settings, wall_s))
+    failed = sum(1 for r in rows if r.status == "failed")
+    written = sum(1 for r in rows if r.status == "ok")
+    if not args.quiet:
+        mpix = sum(r.pixels for r in rows if r.status == "ok") / 1e6
+        print(
+            f"blurapp: {written} written, {failed} failed, {len(skipped)} skipped "
+            f"in {wall_s:.1f} s ({mpix / wall_s if wall_s > 0 else 0:.1f} Mpix/s) -> {out_dir}",
+            file=sys.stderr,
+        )
+    return 1 if failed else 0

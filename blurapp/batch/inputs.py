@@ -1,0 +1,151 @@
+"""Turn a batch's inputs (files, folders, globs) into jobs, and refuse unsafe plans before any work.
+
+Everything here only looks at names and the file system; no image is decoded. Problems that
+would lose or clobber data are usage errors (exit 2): two inputs writing the same output, an
+output that is an input, existing outputs without ``--overwrite`` or ``--skip-existing``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from blurapp.batch.pipeline import Job
+from blurapp.core.errors import UsageError
+from blurapp.core.imageio import FORMATS, format_from_path
+
+__all__ = ["expand_inputs", "plan_jobs", "split_existing"]
+
+_IMAGE_EXTENSIONS = frozenset(ext for exts in FORMATS.values() for ext in exts)
+_LISTED = 5  # names shown in an error before "and N more"
+
+
+def _names(paths: Iterable[object]) -> str:
+    items = [str(p) for p in paths]
+    shown = ", ".join(items[:_LISTED])
+    return shown + (f" and {len(items) - _LISTED} more" if len(items) > _LISTED else "")
+
+
+def _scan(folder: Path, recursive: bool) -> list[Path]:
+    """The image files in ``folder`` (by extension), sorted; hidden ones (temporaries) left out."""
+    found: list[Path] = []
+    walker = os.walk(folder) if recursive else [(str(folder), [], os.listdir(folder))]
+    for root, dirs, files in walker:
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            path = Path(root, name)
+            if path.suffix.lower() in _IMAGE_EXTENSIONS and not path.is_dir():
+                found.append(path)
+    return found
+
+
+def expand_inputs(items: Sequence[str], *, recursive: bool = False) -> list[Path]:
+    """The input files named by ``items``, in order, each once.
+
+    A file is taken as it is (even a bad one: it is reported when it fails); a folder gives its
+    image files (by extension; subfolders with ``recursive``); a glob (``*``, ``?``, ``[``,
+    ``**``) gives its matches.
+
+    Raises:
+        UsageError: an item that does not exist or a glob that matches nothing.
+    """
+    paths: list[Path] = []
+    for item in items:
+        if glob.has_magic(item) and not os.path.lexists(item):
+            matches = sorted(glob.glob(item, recursive=True))
+            if not matches:
+                raise UsageError(f"no file matches {item!r}")
+            for m in matches:
+                p = Path(m)
+                paths.extend(_scan(p, recursive) if p.is_dir() else [p])
+        elif os.path.isdir(item):
+            paths.extend(_scan(Path(item), recursive))
+        elif os.path.lexists(item):
+            paths.append(Path(item))
+        else:
+            raise UsageError(f"no such file or folder: {item}")
+    seen: set[str] = set()
+    unique: list[Path] = []
+    for p in paths:
+        key = os.path.normcase(os.path.abspath(p))
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    if not unique:
+        raise UsageError(f"no image files in {_names(items)}")
+    return unique
+
+
+def plan_jobs(
+    inputs: Sequence[Path], out_dir: Path, *, fmt: str | None = None, suffix: str = ""
+) -> list[Job]:
+    """One job per input: ``out_dir / (stem + suffix + ext)``.
+
+    Raises:
+        UsageError: an input whose output format cannot be told (no ``--format`` and an unknown
+            extension), a suffix with a path separator, two inputs with the same output, or an
+            output that is one of the inputs.
+    """
+    if os.sep in suffix or (os.altsep and os.altsep in suffix):
+        raise UsageError(f"--suffix must not contain a path separator: {suffix!r}")
+    jobs: list[Job] = []
+    for p in inputs:
+        if fmt is None:
+            try:
+                f = format_from_path(p)
+            except UsageError:
+                raise UsageError(
+                    f"cannot tell the output format for {p} from its extension; use --format"
+                ) from None
+        else:
+            f = fmt
+        jobs.append(Job(p, out_dir / f"{p.stem}{suffix}{FORMATS[f][0]}", f))
+
+    by_output: dict[str, list[Job]] = {}
+    for job in jobs:
+        key = os.path.normcase(os.path.abspath(job.output)).lower()  # also case-insensitive FS
+        by_output.setdefault(key, []).append(job)
+    clashes = [group for group in by_output.values() if len(group) > 1]
+    if clashes:
+        described = "; ".join(
+            f"{_names(j.input for j in group)} -> {group[0].output}" for group in clashes[:_LISTED]
+        )
+        more = f" (and {len(clashes) - _LISTED} more)" if len(clashes) > _LISTED else ""
+        raise UsageError(
+            f"{len(clashes)} output name collision(s): {described}{more}; "
+            "use --suffix, --format or separate runs"
+        )
+
+    input_keys = {os.path.normcase(os.path.realpath(p)) for p in inputs}
+    clobber = [j for j in jobs if os.path.normcase(os.path.realpath(j.output)) in input_keys]
+    if clobber:
+        raise UsageError(
+            f"output would replace its input: {_names(j.output for j in clobber)}; "
+            "choose another -o folder or a --suffix"
+        )
+    return jobs
+
+
+def split_existing(
+    jobs: Sequence[Job], *, overwrite: bool, skip_existing: bool
+) -> tuple[list[Job], list[Job]]:
+    """Split ``jobs`` into (to run, to skip) by whether their output exists.
+
+    Raises:
+        UsageError: outputs exist and neither ``overwrite`` nor ``skip_existing`` is set; the
+            message names them.
+    """
+    existing = [j for j in jobs if os.path.lexists(j.output)]
+    if not existing or overwrite:
+        return list(jobs), []
+    if skip_existing:
+        names = {id(j) for j in existing}
+        return [j for j in jobs if id(j) not in names], existing
+    raise UsageError(
+        f"{len(existing)} output(s) exist: {_names(j.output for j in existing)} "
+        "(use --overwrite to replace them or --skip-existing to keep them)"
+    )

@@ -1,0 +1,171 @@
+"""The options of ``blurapp apply`` and ``blurapp batch`` (DESIGN.md "Command line").
+
+This module imports nothing heavy: it runs for every ``blurapp --help``. Values are checked when
+the command runs (blurapp.batch.commands), against the registries in blurapp.engine and
+blurapp.core; tests/batch/test_options.py checks that the names listed here match them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+# Shown in --help only; the engine's and numbers' registries are the ones that decide.
+_STRATEGY_HELP = "auto, direct, tiled, separable, transpose or cpu"
+_RANGE_HELP = "clamp, abs, offset or normalize"
+_FORMATS = ("png", "jpg", "tiff", "webp", "bmp", "npy")
+
+
+def _int_in(lo: int, hi: int | None, what: str) -> type[int]:
+    """An argparse type: an integer in [lo, hi] (hi None: no upper bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer, not {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            bound = f"{lo}..{hi}" if hi is not None else f"at least {lo}"
+            raise argparse.ArgumentTypeError(f"{what} must be {bound}, not {value}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse  # type: ignore[return-value]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+    return value
+
+
+def _add_filter_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by apply and batch: the filter, the numbers and the encoders."""
+    g = p.add_argument_group("filter")
+    g.add_argument(
+        "--kernel",
+        "-k",
+        required=True,
+        metavar="SPEC",
+        help="kernel spec, e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json",
+    )
+    g.add_argument(
+        "--border",
+        default="clamp",
+        metavar="MODE",
+        help="clamp, zero, constant=V, reflect, mirror or wrap (default: clamp)",
+    )
+    g.add_argument(
+        "--strategy",
+        default="auto",
+        metavar="S",
+        help=f"{_STRATEGY_HELP} (default: auto, the planner picks and says why)",
+    )
+    g.add_argument(
+        "--tile", type=_int_in(1, None, "tile"), metavar="T", help="tile side for --strategy tiled"
+    )
+    g.add_argument(
+        "--convolve", action="store_true", help="flip the kernel (convolution, not correlation)"
+    )
+    g.add_argument(
+        "--range",
+        dest="range_mode",
+        default="clamp",
+        metavar="MODE",
+        help=f"signed results in integer files: {_RANGE_HELP} (default: clamp)",
+    )
+    g.add_argument(
+        "--alpha",
+        choices=("premultiply", "straight"),
+        default="premultiply",
+        help="images with alpha: filter premultiplied colour (default, no fringes) or straight",
+    )
+    g.add_argument(
+        "--linear",
+        action="store_true",
+        help="filter in linear light: sRGB decoded before, encoded after",
+    )
+    e = p.add_argument_group("files")
+    e.add_argument(
+        "--quality",
+        type=_int_in(1, 100, "quality"),
+        default=95,
+        help="JPEG and WebP quality, 1..100 (default: 95)",
+    )
+    e.add_argument(
+        "--compress-level",
+        type=_int_in(0, 9, "compress level"),
+        default=6,
+        help="PNG and TIFF deflate level, 0..9 (default: 6)",
+    )
+    e.add_argument("--lossless", action="store_true", help="write WebP losslessly")
+    e.add_argument(
+        "--max-megapixels",
+        type=_positive_float,
+        default=250.0,
+        metavar="MP",
+        help="refuse images larger than this, before decoding them (default: 250)",
+    )
+
+
+def add_apply_options(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``blurapp apply IN -o OUT --kernel SPEC ...`` to ``p``."""
+    p.add_argument("input", metavar="IN", help="image to filter (PNG, JPEG, TIFF, WebP, BMP, .npy)")
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="output file; its extension picks the format",
+    )
+    _add_filter_options(p)
+    p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
+    p.add_argument(
+        "--timing",
+        action="store_true",
+        help="print strategy, reason, per-pass times, Mpix/s and modelled GB/s on stderr",
+    )
+
+
+def add_batch_options(p: argparse.ArgumentParser) -> None:
+    """Add the options of ``blurapp batch IN... -o DIR --kernel SPEC ...`` to ``p``."""
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="IN",
+        help="image files, folders (their images; --recursive for subfolders) or globs",
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="DIR", help="folder for the outputs (created)"
+    )
+    _add_filter_options(p)
+    f = p.add_argument_group("outputs")
+    f.add_argument(
+        "--format",
+        choices=_FORMATS,
+        help="output format (default: each input's own)",
+    )
+    f.add_argument(
+        "--suffix", default="", metavar="S", help="added to each output's stem (default: none)"
+    )
+    mode = f.add_mutually_exclusive_group()
+    mode.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    mode.add_argument(
+        "--skip-existing", action="store_true", help="leave existing outputs alone (resume a run)"
+    )
+    f.add_argument("--recursive", "-r", action="store_true", help="descend into subfolders")
+    f.add_argument("--report", metavar="FILE.json", help="write a JSON report of every file")
+    r = p.add_argument_group("run")
+    r.add_argument(
+        "--jobs",
+        "-j",
+        type=_int_in(1, 256, "jobs"),
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="decoding and encoding threads (default: the number of cores)",
+    )
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

@@ -1,0 +1,138 @@
+"""blurapp.core.imageio in-process: orientation, sniffing, probing, atomic writes, format rules."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageOps
+
+from blurapp.core.errors import ImageError, UsageError
+from blurapp.core.imageio import (
+    TEMP_SUFFIX,
+    ImageData,
+    atomic_output,
+    format_from_path,
+    output_dtype,
+    probe_image,
+    read_image,
+    write_image,
+)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_orientation_matches_pillow_exif_transpose(tmp_path: Path, orientation: int) -> None:
+    image = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    Image.fromarray(image).save(tmp_path / "o.png", exif=exif)
+    with Image.open(tmp_path / "o.png") as im:
+        upright = np.asarray(ImageOps.exif_transpose(im))
+    data = read_image(tmp_path / "o.png")
+    np.testing.assert_array_equal(data.pixels, upright)
+    assert data.exif is not None
+    reread = Image.Exif()
+    reread.load(data.exif)
+    assert reread.get(0x0112, 1) == 1
+
+
+def test_content_decides_not_the_name(tmp_path: Path) -> None:
+    Image.fromarray(np.zeros((3, 4), np.uint8)).save(tmp_path / "really_png.jpg", format="PNG")
+    assert probe_image(tmp_path / "really_png.jpg").format == "png"
+    (tmp_path / "t.png").write_text("text")
+    with pytest.raises(ImageError, match=r"t\.png.*not a PNG"):
+        read_image(tmp_path / "t.png")
+    (tmp_path / "empty.png").write_bytes(b"")
+    with pytest.raises(ImageError, match="empty"):
+        read_image(tmp_path / "empty.png")
+
+
+def test_probe_reads_headers_only(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.zeros((5, 7, 2), np.float32))
+    info = probe_image(tmp_path / "a.npy")
+    assert (info.format, info.width, info.height, info.channels) == ("npy", 7, 5, 2)
+    assert info.dtype == np.float32
+    write_image(tmp_path / "b.png", np.zeros((3, 2, 4), np.uint16))
+    info = probe_image(tmp_path / "b.png")
+    assert (info.width, info.height, info.channels, info.dtype) == (2, 3, 4, np.uint16)
+
+
+def test_too_large_is_refused_before_decoding(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.zeros((100, 100), np.uint8))
+    with pytest.raises(ImageError, match=r"100×100 .* over the limit"):
+        read_image(tmp_path / "a.npy", max_pixels=9999)
+    assert read_image(tmp_path / "a.npy", max_pixels=10000).pixels.shape == (100, 100)
+
+
+@pytest.mark.parametrize(
+    "array",
+    [np.zeros((3, 3), np.int32), np.zeros((3, 3, 5), np.uint8), np.zeros((3,), np.uint8)],
+)
+def test_unsupported_npy_arrays(tmp_path: Path, array: np.ndarray) -> None:
+    np.save(tmp_path / "a.npy", array)
+    with pytest.raises(ImageError, match=r"a\.npy"):
+        read_image(tmp_path / "a.npy")
+
+
+def test_atomic_output_leaves_nothing_on_failure(tmp_path: Path) -> None:
+    target = tmp_path / "x.bin"
+    with pytest.raises(RuntimeError), atomic_output(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("encoder died")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(KeyboardInterrupt), atomic_output(target) as fh:
+        fh.write(b"half")
+        raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_atomic_output_never_clobbers_without_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "x.bin"
+    with atomic_output(target) as fh:
+        fh.write(b"first")
+    with pytest.raises(ImageError, match="exists"), atomic_output(target) as fh:
+        fh.write(b"second")
+    assert target.read_bytes() == b"first"
+    with atomic_output(target, overwrite=True) as fh:
+        fh.write(b"third")
+    assert target.read_bytes() == b"third"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMP_SUFFIX)]
+    assert (target.stat().st_mode & 0o777) != 0o600  # not mkstemp's private mode
+
+
+def test_format_rules() -> None:
+    assert format_from_path("a/b.JPEG") == "jpg"
+    assert format_from_path("x.tif") == "tiff"
+    with pytest.raises(UsageError, match=r"\.gif"):
+        format_from_path("x.gif")
+    assert output_dtype(np.float32, "png") == np.uint16
+    assert output_dtype(np.uint16, "jpg") == np.uint8
+    assert output_dtype(np.float64, "tiff") == np.float64
+
+
+def test_writer_refuses_a_type_the_format_cannot_hold(tmp_path: Path) -> None:
+    with pytest.raises(ImageError, match="JPG cannot hold uint16"):
+        write_image(tmp_path / "a.jpg", np.zeros((2, 2), np.uint16))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sixteen_bit_png_chunks_are_valid(tmp_path: Path) -> None:
+    exif = Image.Exif()
+    exif[0x013B] = "me"
+    icc = b"\x00" * 128  # Pillow keeps the bytes even when they are not a real profile
+    pixels = np.arange(2 * 3 * 3, dtype=np.uint16).reshape(2, 3, 3) * 3000
+    write_image(tmp_path / "a.png", ImageData(pixels, "png", icc, exif.tobytes()))
+    with Image.open(tmp_path / "a.png") as im:
+        im.verify()  # checks every chunk's CRC
+    with Image.open(tmp_path / "a.png") as im:
+        assert im.info["icc_profile"] == icc
+        assert im.getexif()[0x013B] == "me"
+    np.testing.assert_array_equal(read_image(tmp_path / "a.png").pixels, pixels)
+
+
+def test_pillow_reads_what_we_write() -> None:
+    buf = io.BytesIO()
+    Image.fromarray(np.full((2, 2, 3), 7, np.uint8)).save(buf, format="BMP")
+    assert buf.getvalue()[:2] == b"BM"

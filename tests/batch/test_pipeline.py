@@ -1,0 +1,154 @@
+"""blurapp.batch in-process: colour curves, memory budget, threaded pipeline, inputs, options."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from blurapp.batch.inputs import expand_inputs, plan_jobs, split_existing
+from blurapp.batch.options import add_apply_options, add_batch_options
+from blurapp.batch.pipeline import (
+    EncodeSettings,
+    FilterSettings,
+    Job,
+    MemoryBudget,
+    filter_pixels,
+    linear_to_srgb,
+    run_pipeline,
+    srgb_to_linear,
+)
+from blurapp.batch.progress import Progress, format_duration
+from blurapp.core.errors import StrategyError, UsageError
+from blurapp.core.reference import correlate
+
+
+def test_srgb_curves_invert_each_other() -> None:
+    x = np.linspace(-1, 2, 1001)
+    np.testing.assert_allclose(linear_to_srgb(srgb_to_linear(x)), x, atol=1e-12)
+    assert srgb_to_linear(np.array([0.5]))[0] == pytest.approx(0.214041, abs=1e-6)
+
+
+def test_without_alpha_or_linear_it_is_the_reference() -> None:
+    image = np.random.default_rng(0).integers(0, 256, (9, 8, 3)).astype(np.uint8)
+    settings = FilterSettings.create("gaussian:sigma=1", "wrap", "cpu")
+    got, outcome = filter_pixels(image, settings)
+    np.testing.assert_array_equal(got, correlate(image, "gaussian:sigma=1", "wrap"))
+    assert outcome.strategy == "cpu" and outcome.timing.pixels == 72
+
+
+def test_settings_are_checked_up_front() -> None:
+    with pytest.raises(StrategyError, match="rank"):
+        FilterSettings.create("laplacian", strategy="separable")
+    with pytest.raises(UsageError, match="wide"):
+        FilterSettings.create("box:3", range_mode="wide")
+    with pytest.raises(UsageError, match="sideways"):
+        FilterSettings.create("box:3", alpha="sideways")
+    flipped = FilterSettings.create("matrix:3x1:1,2,3", convolve=True)
+    np.testing.assert_array_equal(flipped.kernel.weights, [[3.0, 2.0, 1.0]])
+
+
+def test_memory_budget_lets_one_big_item_through_and_blocks_the_rest() -> None:
+    budget = MemoryBudget(100)
+    stop = threading.Event()
+    assert budget.acquire(500, stop)  # alone, bigger than the budget
+    got = []
+    t = threading.Thread(target=lambda: got.append(budget.acquire(10, stop)))
+    t.start()
+    t.join(0.3)
+    assert t.is_alive()  # waits while the big one is held
+    budget.release(500)
+    t.join(5)
+    assert got == [True] and budget.peak == 500
+    stop.set()
+    assert budget.acquire(200, stop) is False
+
+
+def test_pipeline_records_every_file_in_order(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    jobs = []
+    images = []
+    for i in range(7):
+        image = rng.integers(0, 256, (5 + i, 6, 3)).astype(np.uint8)
+        np.save(tmp_path / f"i{i}.npy", image)
+        images.append(image)
+        jobs.append(Job(tmp_path / f"i{i}.npy", tmp_path / f"o{i}.npy", "npy"))
+    (tmp_path / "i3.npy").write_bytes(b"junk")
+    seen = []
+    settings = FilterSettings.create("box:3", strategy="cpu")
+    records = run_pipeline(
+        jobs, settings, EncodeSettings(), workers=3, on_done=seen.append, memory_budget=1
+    )
+    assert [r.input for r in records] == [str(j.input) for j in jobs]
+    assert [r.status for r in records] == ["ok"] * 3 + ["failed"] + ["ok"] * 3
+    assert len(seen) == 7
+    for i in (0, 1, 2, 4, 5, 6):
+        np.testing.assert_array_equal(
+            np.load(tmp_path / f"o{i}.npy"), correlate(images[i], "box:3")
+        )
+    assert "i3.npy" in (records[3].error or "")
+
+
+def test_pipeline_stop_cancels_the_rest(tmp_path: Path) -> None:
+    np.save(tmp_path / "i.npy", np.zeros((4, 4), np.uint8))
+    jobs = [Job(tmp_path / "i.npy", tmp_path / f"o{i}.npy", "npy") for i in range(5)]
+    stop = threading.Event()
+    stop.set()
+    records = run_pipeline(
+        jobs, FilterSettings.create("box:3", strategy="cpu"), EncodeSettings(), workers=2,
+        stop=stop,
+    )  # fmt: skip
+    assert {r.status for r in records} == {"cancelled"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["i.npy"]
+
+
+def test_inputs_and_plans(tmp_path: Path) -> None:
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for name in ("d/a.png", "d/b.JPG", "d/notes.txt", "d/.hidden.png", "d/sub/c.tif"):
+        (tmp_path / name).write_bytes(b"x")
+    flat = expand_inputs([str(tmp_path / "d")])
+    assert [p.name for p in flat] == ["a.png", "b.JPG"]
+    deep = expand_inputs([str(tmp_path / "d")], recursive=True)
+    assert [p.name for p in deep] == ["a.png", "b.JPG", "c.tif"]
+    globbed = expand_inputs([str(tmp_path / "d" / "*.png"), str(tmp_path / "d" / "a.png")])
+    assert [p.name for p in globbed] == ["a.png"]  # each input once
+    with pytest.raises(UsageError, match="no file matches"):
+        expand_inputs([str(tmp_path / "*.webp")])
+    with pytest.raises(UsageError, match="no such file"):
+        expand_inputs([str(tmp_path / "missing.png")])
+    jobs = plan_jobs(deep, tmp_path / "out", suffix="_s")
+    assert [j.output.name for j in jobs] == ["a_s.png", "b_s.jpg", "c_s.tiff"]
+    with pytest.raises(UsageError, match="separator"):
+        plan_jobs(deep, tmp_path / "out", suffix="/x")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "b_s.jpg").write_bytes(b"old")
+    with pytest.raises(UsageError, match=r"b_s\.jpg"):
+        split_existing(jobs, overwrite=False, skip_existing=False)
+    run, skip = split_existing(jobs, overwrite=False, skip_existing=True)
+    assert [j.output.name for j in skip] == ["b_s.jpg"] and len(run) == 2
+
+
+def test_help_names_match_the_registries() -> None:
+    from blurapp.batch import options
+    from blurapp.core.imageio import FORMATS
+    from blurapp.core.numbers import RANGE_MODES
+    from blurapp.engine import STRATEGIES
+
+    assert options._STRATEGY_HELP.replace(" or ", ", ").split(", ") == list(STRATEGIES)
+    assert options._RANGE_HELP.replace(" or ", ", ").split(", ") == list(RANGE_MODES)
+    assert set(options._FORMATS) == set(FORMATS)
+    for add in (add_apply_options, add_batch_options):
+        parser = argparse.ArgumentParser()
+        add(parser)
+        assert "--kernel" in parser.format_help()
+
+
+def test_progress_line() -> None:
+    progress = Progress(4, enabled=False)
+    progress.advance(2_000_000)
+    line = progress.line(progress.start + 1.0)
+    assert "1/4 files" in line and "2.0 Mpix/s" in line and "ETA 0:03" in line
+    assert format_duration(3725) == "1:02:05"
