@@ -1,0 +1,79 @@
+"""Conversions between numpy images (any dtype blurapp filters) and Qt images for display."""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtGui import QColor, QImage
+
+
+def to_display_uint8(image: np.ndarray) -> np.ndarray:
+    """An image as C-contiguous uint8 H×W or H×W×C for display.
+
+    uint16 is scaled by 1/257 and floats are taken as normalised (0..1) and clamped; display
+    never changes the stored result, only what is painted.
+
+    Arguments:
+        image: H×W or H×W×C array of uint8, uint16, float32 or float64.
+
+    Returns:
+        A uint8 array with the same shape.
+    """
+    if image.dtype == np.uint8:
+        out = image
+    elif image.dtype == np.uint16:
+        out = (image.astype(np.uint32) + 128) // 257
+    else:
+        out = np.clip(np.nan_to_num(image.astype(np.float64)) * 255.0 + 0.5, 0, 255)
+    return np.ascontiguousarray(out, dtype=np.uint8)
+
+
+def to_qimage(image: np.ndarray) -> QImage:
+    """A deep-copied QImage of a numpy image (grey, grey+alpha, RGB or RGBA).
+
+    Safe to call from a worker thread: QImage, unlike QPixmap, is not tied to the GUI thread.
+    """
+    data = to_display_uint8(image)
+    if data.ndim == 3 and data.shape[2] == 1:
+        data = data[:, :, 0]
+    if data.ndim == 3 and data.shape[2] == 2:
+        # grey + alpha: Qt has no such format, so expand to RGBA.
+        grey, alpha = data[:, :, 0], data[:, :, 1]
+        data = np.dstack([grey, grey, grey, alpha])
+    data = np.ascontiguousarray(data)
+    height, width = data.shape[:2]
+    if data.ndim == 2:
+        fmt, bpl = QImage.Format.Format_Grayscale8, width
+    elif data.shape[2] == 3:
+        fmt, bpl = QImage.Format.Format_RGB888, width * 3
+    else:
+        fmt, bpl = QImage.Format.Format_RGBA8888, width * 4
+    # .copy() detaches the QImage from the numpy buffer, which may be freed afterwards.
+    return QImage(data.data, width, height, bpl, fmt).copy()
+
+
+def signed_color(t: float) -> QColor:
+    """The signed colour map: blue for -1, white for 0, red for +1 (``t`` is clipped)."""
+    t = max(-1.0, min(1.0, float(t)))
+    if t >= 0:
+        # white -> red (178, 24, 43): ColorBrewer RdBu's end, readable on white and black.
+        return QColor(
+            round(255 + (178 - 255) * t), round(255 + (24 - 255) * t), round(255 + (43 - 255) * t)
+        )
+    t = -t
+    return QColor(
+        round(255 + (33 - 255) * t), round(255 + (102 - 255) * t), round(255 + (172 - 255) * t)
+    )
+
+
+def heat_rgb(values: np.ndarray, vmax: float) -> np.ndarray:
+    """A magnitude heat-map (black -> red -> yellow -> white) of a 2-D array, as H×W×3 uint8.
+
+    Arguments:
+        values: non-negative 2-D array.
+        vmax: the value shown white; 0 gives an all-black image.
+    """
+    t = np.zeros(values.shape, np.float64) if vmax <= 0 else np.clip(values / vmax, 0.0, 1.0)
+    r = np.clip(t * 3.0, 0.0, 1.0)
+    g = np.clip(t * 3.0 - 1.0, 0.0, 1.0)
+    b = np.clip(t * 3.0 - 2.0, 0.0, 1.0)
+    return np.ascontiguousarray((np.dstack([r, g, b]) * 255.0 + 0.5).astype(np.uint8))

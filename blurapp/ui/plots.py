@@ -1,0 +1,263 @@
+"""Small QPainter charts: the kernel heat-map, factor profiles, singular values and run times.
+
+QPainter rather than a plotting library: these are a few dozen bars and lines, and it keeps the
+application's dependencies to PySide6 alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from blurapp.ui.convert import signed_color
+
+AXIS = QColor(120, 120, 120)
+TEXT = QColor(40, 40, 40)
+ACCENT = QColor(33, 102, 172)
+MUTED = QColor(170, 190, 215)
+STRATEGY_COLORS = {
+    "direct": QColor(228, 26, 28),
+    "tiled": QColor(55, 126, 184),
+    "separable": QColor(77, 175, 74),
+    "transpose": QColor(152, 78, 163),
+    "cpu": QColor(255, 127, 0),
+}
+
+
+def _small_font(widget: QWidget, delta: float = -1.0) -> QFont:
+    font = QFont(widget.font())
+    font.setPointSizeF(max(6.0, font.pointSizeF() + delta))
+    return font
+
+
+def _fmt(v: float) -> str:
+    if v == 0:
+        return "0"
+    if abs(v) >= 100 or abs(v) < 0.01:
+        return f"{v:.2g}"
+    return f"{v:.3g}"
+
+
+class WeightsHeatMap(QWidget):
+    """The kernel's weights as coloured cells: blue negative, white zero, red positive.
+
+    The colour scale is symmetric (±max|w|) so that zero is always white; the values are written
+    in the cells when they are large enough to read.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._weights = np.zeros((1, 1))
+        self.setMinimumSize(160, 160)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setToolTip("Kernel weights: red positive, blue negative, white zero")
+
+    def set_weights(self, weights: np.ndarray) -> None:
+        self._weights = np.asarray(weights, dtype=np.float64)
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(220, 220)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        rows, cols = self._weights.shape
+        legend_h = 18
+        side = min(self.width() / cols, (self.height() - legend_h) / rows)
+        w, h = side * cols, side * rows
+        x0, y0 = (self.width() - w) / 2, (self.height() - legend_h - h) / 2
+        vmax = float(np.abs(self._weights).max()) or 1.0
+        font = _small_font(self, -1.5)
+        p.setFont(font)
+        metrics = p.fontMetrics()
+        show_numbers = side >= 30 and rows * cols <= 81
+        for r in range(rows):
+            for c in range(cols):
+                v = self._weights[r, c]
+                rect = QRectF(x0 + c * side, y0 + r * side, side + 0.5, side + 0.5)
+                p.fillRect(rect, signed_color(v / vmax))
+                if show_numbers:
+                    text = _fmt(v)
+                    if metrics.horizontalAdvance(text) < side - 2:
+                        p.setPen(QColor(255, 255, 255) if abs(v) > 0.6 * vmax else TEXT)
+                        p.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+        p.setPen(QPen(AXIS, 1))
+        p.drawRect(QRectF(x0, y0, w, h))
+        # anchor marker
+        ar, ac = rows // 2, cols // 2
+        p.setPen(QPen(QColor(0, 0, 0), 1.5))
+        p.drawRect(QRectF(x0 + ac * side, y0 + ar * side, side, side))
+        # legend: -max .. 0 .. +max
+        ly = self.height() - legend_h + 3
+        lw = min(self.width() - 80.0, 200.0)
+        lx = (self.width() - lw) / 2
+        steps = 40
+        for i in range(steps):
+            t = -1.0 + 2.0 * (i + 0.5) / steps
+            p.fillRect(QRectF(lx + i * lw / steps, ly, lw / steps + 0.5, 8), signed_color(t))
+        p.setPen(TEXT)
+        p.drawText(QRectF(0, ly - 3, lx - 4, 14), Qt.AlignmentFlag.AlignRight, _fmt(-vmax))
+        p.drawText(QRectF(lx + lw + 4, ly - 3, 80, 14), Qt.AlignmentFlag.AlignLeft, _fmt(vmax))
+        p.end()
+
+
+class ProfilePlot(QWidget):
+    """A 1-D factor of a separable kernel as stems, with the zero line."""
+
+    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._title = title
+        self._values = np.zeros(0)
+        self.setMinimumSize(120, 70)
+
+    def set_values(self, values: np.ndarray | None) -> None:
+        self._values = np.zeros(0) if values is None else np.asarray(values, dtype=np.float64)
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(200, 90)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setFont(_small_font(self, -1.0))
+        p.setPen(TEXT)
+        p.drawText(QRectF(4, 0, self.width() - 8, 16), Qt.AlignmentFlag.AlignLeft, self._title)
+        n = len(self._values)
+        if n == 0:
+            p.end()
+            return
+        top, bottom = 18.0, self.height() - 4.0
+        lo = min(0.0, float(self._values.min()))
+        hi = max(0.0, float(self._values.max()))
+        span = (hi - lo) or 1.0
+
+        def y(v: float) -> float:
+            return bottom - (v - lo) / span * (bottom - top)
+
+        step = (self.width() - 8.0) / n
+        p.setPen(QPen(AXIS, 1))
+        p.drawLine(QPointF(4, y(0.0)), QPointF(self.width() - 4, y(0.0)))
+        for i, v in enumerate(self._values):
+            x = 4 + (i + 0.5) * step
+            p.setPen(QPen(ACCENT, max(1.0, min(step * 0.5, 4.0))))
+            p.drawLine(QPointF(x, y(0.0)), QPointF(x, y(float(v))))
+        p.end()
+
+
+class SingularValueChart(QWidget):
+    """Singular values as bars (relative to the largest); those that count toward the rank
+    are dark, the ones under the tolerance pale."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._values = np.zeros(0)
+        self._rank = 0
+        self.setMinimumSize(160, 90)
+
+    def set_values(self, values: np.ndarray, rank: int) -> None:
+        self._values = np.asarray(values, dtype=np.float64)
+        self._rank = int(rank)
+        self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(220, 110)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        p = QPainter(self)
+        p.setFont(_small_font(self, -1.5))
+        values = self._values[:32]
+        if len(values) == 0:
+            p.end()
+            return
+        left, top, bottom = 34.0, 6.0, self.height() - 16.0
+        right = self.width() - 6.0
+        s0 = float(values[0]) or 1.0
+        p.setPen(QPen(AXIS, 1))
+        p.drawLine(QPointF(left, bottom), QPointF(right, bottom))
+        p.setPen(TEXT)
+        p.drawText(QRectF(0, top - 6, left - 4, 14), Qt.AlignmentFlag.AlignRight, "σ₁")
+        p.drawText(QRectF(0, bottom - 8, left - 4, 14), Qt.AlignmentFlag.AlignRight, "0")
+        step = (right - left) / len(values)
+        for i, s in enumerate(values):
+            h = max(0.0, float(s) / s0) * (bottom - top)
+            rect = QRectF(left + i * step + step * 0.15, bottom - h, step * 0.7, h)
+            p.fillRect(rect, ACCENT if i < self._rank else MUTED)
+            if step >= 14:
+                p.setPen(TEXT)
+                p.drawText(
+                    QRectF(left + i * step, bottom + 1, step, 14),
+                    Qt.AlignmentFlag.AlignHCenter,
+                    str(i + 1),
+                )
+        p.end()
+
+
+class TimingPlot(QWidget):
+    """The total time of the last runs, one coloured dot-line per strategy, newest on the right."""
+
+    def __init__(self, capacity: int = 60, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._runs: deque[tuple[str, float]] = deque(maxlen=capacity)
+        self.setMinimumSize(220, 110)
+        self.setObjectName("timingPlot")
+
+    def add_run(self, strategy: str, ms: float) -> None:
+        if math.isfinite(ms):
+            self._runs.append((strategy, float(ms)))
+            self.update()
+
+    def runs(self) -> list[tuple[str, float]]:
+        return list(self._runs)
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(320, 140)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.fillRect(self.rect(), QColor(252, 252, 252))
+        p.setFont(_small_font(self, -1.5))
+        left, top = 58.0, 8.0
+        right, bottom = self.width() - 8.0, self.height() - 20.0
+        p.setPen(QPen(AXIS, 1))
+        p.drawLine(QPointF(left, top), QPointF(left, bottom))
+        p.drawLine(QPointF(left, bottom), QPointF(right, bottom))
+        p.setPen(TEXT)
+        if not self._runs:
+            p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "run times appear here")
+            p.end()
+            return
+        vmax = max(ms for _, ms in self._runs) * 1.1 or 1.0
+        label = f"{vmax:.0f} ms" if vmax >= 10 else f"{vmax:.2g} ms"
+        p.drawText(QRectF(0, top - 6, left - 4, 14), Qt.AlignmentFlag.AlignRight, label)
+        p.drawText(QRectF(0, bottom - 8, left - 4, 14), Qt.AlignmentFlag.AlignRight, "0")
+        # Few runs spread over the width; once there are many the oldest scroll off the left.
+        cap = max(len(self._runs), 12)
+        step = (right - left) / max(1, cap - 1)
+        offset = cap - len(self._runs)
+        by_strategy: dict[str, list[QPointF]] = {}
+        for i, (strategy, ms) in enumerate(self._runs):
+            pt = QPointF(left + (offset + i) * step, bottom - ms / vmax * (bottom - top))
+            by_strategy.setdefault(strategy, []).append(pt)
+        legend_x = left + 4
+        for strategy, points in by_strategy.items():
+            color = STRATEGY_COLORS.get(strategy, ACCENT)
+            path = QPainterPath(points[0])
+            for pt in points[1:]:
+                path.lineTo(pt)
+            p.setPen(QPen(color, 1.5))
+            p.drawPath(path)
+            p.setBrush(color)
+            for pt in points:
+                p.drawEllipse(pt, 2.5, 2.5)
+            p.setPen(color)
+            p.drawText(QRectF(legend_x, bottom + 3, 90, 14), Qt.AlignmentFlag.AlignLeft, strategy)
+            legend_x += p.fontMetrics().horizontalAdvance(strategy) + 14
+        p.end()

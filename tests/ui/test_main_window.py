@@ -1,0 +1,277 @@
+"""The main window end to end: sample on start, spec typing, grid sync, results equal to the
+engine's, comparisons, bad input, persistence, saving and the exported command."""
+
+from __future__ import annotations
+
+import shlex
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QComboBox, QLineEdit, QTableWidget, QTabWidget
+
+from blurapp import engine
+from blurapp.core.imageio import read_image
+from blurapp.core.kernel import Kernel
+from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB
+from blurapp.ui.jobs import COMPARED_STRATEGIES
+
+WAIT_MS = 30000
+
+
+def type_spec(qtbot, window, text: str) -> None:
+    """Type a spec into the field like a user (select all, type, Enter)."""
+    field = window.findChild(QLineEdit, "kernelSpec")
+    field.setFocus()
+    field.selectAll()
+    qtbot.keyClick(field, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(field, text)
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+
+
+def show_image(qtbot, window, image: np.ndarray) -> None:
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.set_image(image)
+
+
+def test_object_names_are_in_place(window) -> None:
+    assert isinstance(window.findChild(QLineEdit, "kernelSpec"), QLineEdit)
+    assert isinstance(window.findChild(QTableWidget, "kernelEditor"), QTableWidget)
+    assert isinstance(window.findChild(QTableWidget, "timingTable"), QTableWidget)
+    assert isinstance(window.findChild(QTabWidget, "compareView"), QTabWidget)
+    strategies = window.findChild(QComboBox, "strategyCombo")
+    assert [strategies.itemText(i) for i in range(strategies.count())] == list(engine.STRATEGIES)
+    borders = window.findChild(QComboBox, "borderCombo")
+    assert [borders.itemText(i) for i in range(5)] == ["clamp", "zero", "reflect", "mirror", "wrap"]
+
+
+def test_window_opens_on_the_sample(qtbot, window) -> None:
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        assert window.open_sample()
+    assert window.image_path is not None and window.image_path.name == "astronaut.png"
+    assert "astronaut.png" in window.windowTitle()
+    assert window.result is not None
+    assert window.result.image.shape == window.image.shape == (512, 512, 3)
+    assert window.compare.result_view.image_size() == (512, 512)
+
+
+def test_typed_spec_updates_grid_and_result(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "box:3x5")
+    assert window.kernel.spec == "box:3x5"
+    grid = window.findChild(QTableWidget, "kernelEditor")
+    assert (grid.rowCount(), grid.columnCount()) == (5, 3)
+    assert float(grid.item(0, 0).text()) == pytest.approx(1 / 15)
+    assert window.designer.family.currentText() == "box"
+    assert (window.designer.width_.value(), window.designer.height_.value()) == (3, 5)
+    expected = engine.filter_image(small_image, "box:3x5", border="clamp", strategy="cpu").image
+    assert window.result.image.dtype == np.uint8
+    np.testing.assert_array_equal(window.result.image, expected)
+
+
+@pytest.mark.parametrize("border", ["mirror", "wrap", "constant=0.5"])
+def test_result_equals_engine_output_for_each_border(qtbot, window, small_image, border) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.border_combo.setCurrentText(border)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "sobel:x")
+    expected = engine.filter_image(small_image, "sobel:x", border=border, strategy="cpu").image
+    np.testing.assert_array_equal(window.result.image, expected)
+
+
+def test_family_parameters_write_the_spec(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.designer.family.setCurrentText("box")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.designer.width_.setValue(7)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.designer.height_.setValue(3)
+    assert window.designer.spec.text() == "box:7x3"
+    assert window.kernel.shape == (3, 7)
+
+
+def test_bad_spec_leaves_the_last_result_in_place(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    kernel, result = window.kernel, window.result
+    type_spec(qtbot, window, "gaussian:sigma=-1")
+    qtbot.waitUntil(window.designer.has_error, timeout=WAIT_MS)
+    assert "sigma" in window.designer.error.text()
+    assert "\n" not in window.designer.error.text()
+    assert window.kernel is kernel
+    assert window.result is result
+    assert not window.runner.is_busy("live")
+    assert window.findChild(QLineEdit, "kernelSpec").text() == "gaussian:sigma=-1"
+    # The next valid spec clears the error and filters again.
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "box:3")
+    assert not window.designer.has_error()
+
+
+def test_kernel_edits_undo_and_redo(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    first = window.kernel.spec
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "laplacian")
+    window.undo_stack.undo()
+    assert window.kernel.spec == first
+    assert window.designer.spec.text() == first
+    window.undo_stack.redo()
+    assert window.kernel.spec == "laplacian"
+
+
+def test_grid_edit_makes_a_matrix_kernel(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "identity")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.grid_editor.set_cell(1, 2, 1.0)
+    assert window.kernel.name == "matrix"
+    np.testing.assert_array_equal(window.kernel.weights, [[0, 0, 0], [0, 1, 1], [0, 0, 0]])
+    assert window.designer.spec.text() == window.kernel.spec
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.grid_editor.normalise.click()
+    np.testing.assert_allclose(window.kernel.weights.sum(), 1.0)
+    expected = engine.filter_image(small_image, window.kernel, strategy="cpu").image
+    np.testing.assert_array_equal(window.result.image, expected)
+
+
+def test_grid_resizes_to_31x31(qtbot, window) -> None:
+    window.grid_editor.cols.setValue(31)
+    window.grid_editor.rows.setValue(31)
+    grid = window.findChild(QTableWidget, "kernelEditor")
+    assert (grid.rowCount(), grid.columnCount()) == (31, 31)
+    assert window.kernel.shape == (31, 31)
+
+
+def test_inapplicable_strategy_is_explained_inline(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "laplacian")
+    result = window.result
+    window.strategy_combo.setCurrentText("separable")
+    assert "rank-1" in window.run_info.text()
+    assert window.result is result
+
+
+def test_strategies_view_fills_one_row_per_applicable_strategy(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "laplacian")  # rank 2: separable and transpose cannot run it
+    with qtbot.waitSignal(window.strategies_ready, timeout=WAIT_MS * 4):
+        window.compare.setCurrentIndex(STRATEGIES_TAB)
+    view = window.compare.strategies
+    ran = [r for r in view.result.runs if r.why_not is None]
+    assert [r.strategy for r in view.result.runs] == list(COMPARED_STRATEGIES)
+    assert view.applicable_count() == len(ran)
+    assert window.timing.strategies() == [r.strategy for r in ran]
+    assert window.findChild(QTableWidget, "timingTable").rowCount() == len(ran)
+    for name in ("separable", "transpose"):
+        run = next(r for r in view.result.runs if r.strategy == name)
+        assert run.why_not == engine.why_not(name, window.kernel)
+        assert view.panes[name].message.text().startswith("cannot run")
+    cpu = next(r for r in view.result.runs if r.strategy == "cpu")
+    assert cpu.max_error == 0.0
+    for run in ran:
+        assert run.max_error < 1e-4  # f32 accumulation against the float64 reference
+
+
+def test_border_view_shows_five_panes(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.borders_ready, timeout=WAIT_MS):
+        window.compare.setCurrentIndex(BORDERS_TAB)
+    view = window.compare.borders
+    assert view.filled_panes() == 5
+    assert [p.mode for p in view.result.panes] == ["clamp", "zero", "reflect", "mirror", "wrap"]
+    diffs = {p.mode: p.max_diff for p in view.result.panes}
+    assert diffs["clamp"] == 0.0 and diffs["zero"] > 0.0
+    with qtbot.waitSignal(window.borders_ready, timeout=WAIT_MS):
+        view.reference.setCurrentText("wrap")
+    assert {p.mode: p.max_diff for p in view.result.panes}["wrap"] == 0.0
+
+
+def test_settings_persist_kernel_and_strategy(qtbot, settings, small_image) -> None:
+    from blurapp.ui.main_window import MainWindow
+
+    first = MainWindow(settings, probe_adapter=False)
+    qtbot.addWidget(first)
+    first.strategy_combo.setCurrentText("cpu")
+    first.border_combo.setCurrentText("mirror")
+    first.set_kernel(Kernel.parse("box:5x3"))
+    first.close()
+    second = MainWindow(settings, probe_adapter=False)
+    qtbot.addWidget(second)
+    assert second.kernel.spec == "box:5x3"
+    assert second.border_combo.currentText() == "mirror"
+    assert second.strategy_combo.currentText() == "cpu"
+
+
+def test_save_result_and_kernel_json(qtbot, window, small_image, tmp_path) -> None:
+    show_image(qtbot, window, small_image)
+    out = tmp_path / "out.png"
+    assert window.save_result(out)
+    np.testing.assert_array_equal(read_image(out).pixels, window.result.image)
+    assert window.save_result(tmp_path / "out.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), window.result.image)
+    kernel_file = tmp_path / "k.json"
+    assert window.save_kernel(kernel_file)
+    saved = window.kernel
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "emboss")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        assert window.load_kernel(kernel_file)
+    assert window.kernel == saved
+
+
+def test_unreadable_file_is_one_sentence_dialog(qtbot, window, tmp_path) -> None:
+    bad = tmp_path / "broken.png"
+    bad.write_bytes(b"not a png")
+    with qtbot.waitSignal(window.error_shown, timeout=WAIT_MS):
+        assert not window.open_path(bad)
+    assert "broken.png" in window.last_error
+    assert "\n" not in window.last_error and "Traceback" not in window.last_error
+    assert window.image is None
+
+
+def test_export_cli_reproduces_the_settings(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.border_combo.setCurrentText("wrap")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "motion:length=9,angle=30")
+    command = window.export_cli()
+    args = shlex.split(command)
+    assert args[:2] == ["blurapp", "apply"]
+    assert args[args.index("--kernel") + 1] == "motion:length=9,angle=30"
+    assert args[args.index("--border") + 1] == "wrap"
+    assert args[args.index("--strategy") + 1] == "cpu"
+    assert QApplication.clipboard().text() == command
+
+
+def test_run_gui_opens_the_sample(qtbot, monkeypatch) -> None:
+    """``blurapp`` with no file: run_gui shows the sample and filters it.
+
+    The event loop is stood in for by qtbot: quitting the real QApplication inside a test run
+    would stop every later test's timers.
+    """
+    from blurapp.ui import app as app_module
+    from blurapp.ui.main_window import MainWindow
+
+    seen: dict[str, object] = {}
+
+    class LoopStandIn:
+        def exec(self) -> int:
+            windows = [w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow)]
+            window = next(w for w in windows if w.isVisible())
+            qtbot.waitUntil(lambda: window.result is not None, timeout=WAIT_MS)
+            seen["path"] = window.image_path
+            seen["shape"] = window.result.image.shape
+            window.close()
+            return 0
+
+    monkeypatch.setattr(app_module, "make_app", lambda argv=None: LoopStandIn())
+    assert app_module.run_gui(None) == 0
+    assert seen["path"].name == "astronaut.png"
+    assert seen["shape"] == (512, 512, 3)
