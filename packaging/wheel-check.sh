@@ -3,11 +3,11 @@
 # source tree, so that missing package data (shaders, samples) fails loudly.
 set -euo pipefail
 python=${1:-.venv/bin/python}
-python=$(realpath "$python")
+python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python")
 repo=$(pwd)
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"$python" -m pip wheel -q --no-deps --no-build-isolation -w "$scratch/dist" "$repo"
+"$python" -m pip wheel -q --no-deps -w "$scratch/dist" "$repo"
 "$python" -m pip install -q --no-deps --target "$scratch/site" "$scratch"/dist/*.whl
 cd "$scratch"
 export PYTHONPATH="$scratch/site"
