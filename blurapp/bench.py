@@ -14,6 +14,7 @@ import statistics
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,10 +104,12 @@ def run_case(
 
     ctx = get_device()
     kernel = as_kernel(bench_kernel(radius))
+    # Normalised floats that the GPU stores back exactly in the ``fmt`` texture (rgba8unorm,
+    # rgba16float or rgba32float): the format changes what the shaders read, not the pixels.
     x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
     runs = []
     for i in range(warmup + repeat):
-        _, timing, _, _ = filter_float(x, kernel, border, strategy)
+        _, timing, _, _ = filter_float(x, kernel, border, strategy, storage=fmt)
         if i >= warmup:
             runs.append(timing)
     totals = [t.total_ms for t in runs]
@@ -156,6 +159,35 @@ def format_table(records: list[BenchRecord]) -> str:
     return "\n".join(lines)
 
 
+def _draw_guides(
+    ax_r: Any,
+    ax_s: Any,
+    records: list[BenchRecord],
+    largest: tuple[int, int],
+    radii: list[int],
+) -> None:
+    """Grey dashed slopes to read the curves against: ∝ R and ∝ R² (through the fastest and
+    the slowest strategy at the largest radius) and ∝ pixels (through the slowest at R_ref)."""
+    at_largest = [r for r in records if (r.width, r.height) == largest and r.radius > 0]
+    r_vals = [r for r in radii if r > 0]
+    if len(r_vals) >= 2 and at_largest:
+        r_max = max(r_vals)
+        ends = [r.median_ms for r in at_largest if r.radius == r_max]
+        for power, t_end in ((1, min(ends)), (2, max(ends))):
+            ys = [t_end * (r / r_max) ** power for r in r_vals]
+            ax_r.plot(r_vals, ys, ls="--", color="grey", lw=0.8)
+            ax_r.annotate(f"∝ R{'²' if power == 2 else ''}", (r_vals[0], ys[0]), fontsize=7)
+    r_ref = radii[len(radii) // 2]
+    at_ref = [r for r in records if r.radius == r_ref]
+    pixels = sorted({r.width * r.height / 1e6 for r in at_ref})
+    if len(pixels) >= 2:
+        top = max(at_ref, key=lambda r: (r.width * r.height, r.median_ms))
+        p_max = top.width * top.height / 1e6
+        ys = [top.median_ms * p / p_max for p in pixels]
+        ax_s.plot(pixels, ys, ls="--", color="grey", lw=0.8)
+        ax_s.annotate("∝ pixels", (pixels[0], ys[0]), fontsize=7)
+
+
 def write_plot(records: list[BenchRecord], path: Path) -> None:
     """Time against radius per strategy (log scale) and time against pixel count."""
     try:
@@ -178,6 +210,7 @@ def write_plot(records: list[BenchRecord], path: Path) -> None:
         pts = sorted((r.width * r.height / 1e6, r.median_ms) for r in mine if r.radius == r_ref)
         if pts:
             ax_s.plot(*zip(*pts, strict=True), marker="o", label=f"{strategy} (R={r_ref})")
+    _draw_guides(ax_r, ax_s, records, largest, radii)
     adapter = records[0].adapter if records else ""
     ax_r.set(
         xscale="log",
@@ -210,7 +243,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
         "--strategies", default=",".join(DEFAULT_STRATEGIES), help="comma-separated strategies"
     )
     p.add_argument("--channels", type=int, default=4, choices=(1, 2, 3, 4))
-    p.add_argument("--format", default="rgba32f", choices=FORMATS, help="storage format")
+    p.add_argument(
+        "--format",
+        default="rgba32f",
+        choices=FORMATS,
+        help="input texture format: rgba8unorm, rgba16float or rgba32float (f32 accumulation)",
+    )
     p.add_argument("--border", default="clamp", help="border mode")
     p.add_argument("--repeat", type=int, default=5, help="timed runs per case (median)")
     p.add_argument("--warmup", type=int, default=2, help="untimed runs per case first")

@@ -73,6 +73,8 @@ def filter_float(
     border: Border | str = "clamp",
     strategy: str = "auto",
     tile: int | None = None,
+    *,
+    storage: str = "rgba32f",
 ) -> tuple[np.ndarray, Timing, str, str]:
     """Filter a normalised float H×W×C image.
 
@@ -82,6 +84,8 @@ def filter_float(
         border: a :class:`Border` or a border name (``"mirror"``, ``"constant=0.5"``, ...).
         strategy: one of :data:`STRATEGIES`.
         tile: the tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
+        storage: the GPU input texture's format, ``"rgba32f"``, ``"rgba16f"`` or ``"rgba8"``
+            (x rounded to it on upload; accumulation stays f32). ``cpu`` ignores it.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
@@ -107,7 +111,7 @@ def filter_float(
     from blurapp.gpu.engine import get_filter
 
     x32 = np.ascontiguousarray(x, dtype=np.float32)
-    result, timing = get_filter().run(x32, kernel, border, strategy, tile=tile)
+    result, timing = get_filter().run(x32, kernel, border, strategy, tile=tile, storage=storage)
     return result, timing, strategy, reason
 
 

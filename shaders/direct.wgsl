@@ -1,5 +1,10 @@
 // Direct 2-D correlation: one invocation per output pixel, every tap read from global memory.
 // The baseline the other strategies are measured against.
+//
+// The kernel's columns are unrolled ({$ kw $} of them, a template parameter) and its rows are a
+// loop: a compiler that runs invocations as SIMD lanes (lavapipe) or a GPU both do best with
+// straight-line loads and FMAs. An invocation whose whole window lies inside the image reads
+// the texels as they are; only those near the edges pay for the border arithmetic.
 
 struct Params {
     size: vec2<i32>,  // width, height of src and dst
@@ -12,8 +17,8 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
 @group(0) @binding(3) var<uniform> params: Params;
 
-override KW: i32 = 3;  // kernel columns
-override KH: i32 = 3;  // kernel rows
+const KW: i32 = {$ kw $};  // kernel columns (the unrolled ones)
+override KH: i32 = 3;      // kernel rows
 
 {% include "border.wgsl" %}
 
@@ -27,10 +32,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Correlation anchored at (rows // 2, cols // 2), as in scipy.ndimage.correlate.
     let x0 = x - KW / 2;
     let y0 = y - KH / 2;
+    let inside = x0 >= 0 && y0 >= 0 && x0 + KW <= params.size.x && y0 + KH <= params.size.y;
     var acc = vec4<f32>(0.0);
-    for (var ky = 0; ky < KH; ky++) {
-        for (var kx = 0; kx < KW; kx++) {
-            acc += weights[ky * KW + kx] * load_src(x0 + kx, y0 + ky);
+    if (inside) {
+        for (var ky = 0; ky < KH; ky++) {
+            let w = ky * KW;
+{% for kx in range(kw) %}
+            acc += weights[w + {$ kx $}] * textureLoad(src, vec2<i32>(x0 + {$ kx $}, y0 + ky), 0);
+{% endfor %}
+        }
+    } else {
+        for (var ky = 0; ky < KH; ky++) {
+            let w = ky * KW;
+{% for kx in range(kw) %}
+            acc += weights[w + {$ kx $}] * load_src(x0 + {$ kx $}, y0 + ky);
+{% endfor %}
         }
     }
     textureStore(dst, vec2<i32>(x, y), acc);

@@ -1,6 +1,14 @@
 // Halo-tiled 2-D correlation: a workgroup computes a TILE×TILE block of outputs from its
 // (TILE+KW-1)×(TILE+KH-1) input halo, loaded once into workgroup memory by all invocations.
 //
+// Each invocation computes a BLOCK_H×BLOCK_W block of outputs (not one), so a 32×32 tile needs
+// 64 invocations instead of 1024: the halo loads are shared by fewer, longer-lived threads, the
+// one barrier synchronises fewer of them, and each halo row an invocation reads from workgroup
+// memory (BLOCK_W+KW-1 texels, held in registers) feeds BLOCK_H×BLOCK_W×KW multiply-adds.
+// The kernel's columns are unrolled; its rows are a loop over the halo rows an invocation
+// covers, reading weights padded with BLOCK_H-1 zero rows above and below so that every output
+// row of the block can take its weight row without a branch.
+//
 // Layout "vec4" keeps RGBA texels in the halo (one load, one barrier). Layout "scalar" keeps one
 // f32 channel at a time, a quarter of the memory, so that big kernels still fit: the workgroup
 // then loops over the channels, reloading the halo for each.
@@ -13,75 +21,101 @@ struct Params {
 
 @group(0) @binding(0) var src: texture_2d<f32>;
 @group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
-@group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
+// (BLOCK_H - 1) zero rows, the KH × KW kernel row-major, (BLOCK_H - 1) zero rows.
+@group(0) @binding(2) var<storage, read> weights: array<f32>;
 @group(0) @binding(3) var<uniform> params: Params;
-
-override KW: i32 = 3;  // kernel columns
-override KH: i32 = 3;  // kernel rows
 
 {% include "border.wgsl" %}
 
 const TILE: i32 = {$ tile $};
-// Sized on the host for this kernel: (TILE + KW - 1) * (TILE + KH - 1) texels.
-{% if layout == "vec4" %}
-var<workgroup> halo: array<vec4<f32>, {$ halo_len $}>;
-{% else %}
-var<workgroup> halo: array<f32, {$ halo_len $}>;
-{% endif %}
+const KW: i32 = {$ kw $};
+const KH: i32 = {$ kh $};
+const BLOCK_W: i32 = {$ block_w $};
+const BLOCK_H: i32 = {$ block_h $};
+const GROUP_W: i32 = TILE / BLOCK_W;  // invocations along x
+const GROUP_H: i32 = TILE / BLOCK_H;  // invocations along y
+const HALO_W: i32 = TILE + KW - 1;
+const HALO_H: i32 = TILE + KH - 1;
+{% set texel = "vec4<f32>" if layout == "vec4" else "f32" %}
+{% set pick = "" if layout == "vec4" else "[c]" %}
+var<workgroup> halo: array<{$ texel $}, {$ (tile + kw - 1) * (tile + kh - 1) $}>;
 
-@compute @workgroup_size({$ tile $}, {$ tile $})
+@compute @workgroup_size({$ tile // block_w $}, {$ tile // block_h $})
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(local_invocation_index) lindex: u32,
 ) {
-    let halo_w = TILE + KW - 1;
-    let halo_n = halo_w * (TILE + KH - 1);
+    let lx = i32(lid.x);
+    let ly = i32(lid.y);
     // Top-left input pixel of the halo: the tile origin moved up-left by the anchor.
-    let origin = vec2<i32>(wid.xy) * TILE - vec2<i32>(KW / 2, KH / 2);
-    let x = i32(wid.x) * TILE + i32(lid.x);
-    let y = i32(wid.y) * TILE + i32(lid.y);
-    // Invocations outside the image still help load the halo and reach the barrier;
-    // they only skip the store.
-    let inside = x < params.size.x && y < params.size.y;
-{% if layout == "vec4" %}
-    // Strided cooperative load: invocation i loads texels i, i + TILE², ...
-    for (var i = i32(lindex); i < halo_n; i += TILE * TILE) {
-        halo[i] = load_src(origin.x + i % halo_w, origin.y + i / halo_w);
-    }
-    workgroupBarrier();
-    if (inside) {
-        var acc = vec4<f32>(0.0);
-        for (var ky = 0; ky < KH; ky++) {
-            let row = (i32(lid.y) + ky) * halo_w + i32(lid.x);
-            for (var kx = 0; kx < KW; kx++) {
-                acc += weights[ky * KW + kx] * halo[row + kx];
-            }
-        }
-        textureStore(dst, vec2<i32>(x, y), acc);
-    }
-{% else %}
-    var acc = vec4<f32>(0.0);
+    let ox = i32(wid.x) * TILE - KW / 2;
+    let oy = i32(wid.y) * TILE - KH / 2;
+    let inside = ox >= 0 && oy >= 0 && ox + HALO_W <= params.size.x && oy + HALO_H <= params.size.y;
+    // Top-left output of this invocation's block, and where its window starts in the halo.
+    let x0 = i32(wid.x) * TILE + lx * BLOCK_W;
+    let y0 = i32(wid.y) * TILE + ly * BLOCK_H;
+    let base = ly * BLOCK_H * HALO_W + lx * BLOCK_W;
+{% for o in range(block_h) %}{% for j in range(block_w) %}
+    var a{$ o $}_{$ j $} = vec4<f32>(0.0);
+{% endfor %}{% endfor %}
+{% if layout == "scalar" %}
     for (var c = 0; c < params.channels; c++) {
-        for (var i = i32(lindex); i < halo_n; i += TILE * TILE) {
-            halo[i] = load_src(origin.x + i % halo_w, origin.y + i / halo_w)[c];
-        }
-        workgroupBarrier();
-        if (inside) {
-            var sum = 0.0;
-            for (var ky = 0; ky < KH; ky++) {
-                let row = (i32(lid.y) + ky) * halo_w + i32(lid.x);
-                for (var kx = 0; kx < KW; kx++) {
-                    sum += weights[ky * KW + kx] * halo[row + kx];
-                }
-            }
-            acc[c] = sum;
-        }
-        // The next channel overwrites the halo: everyone must be done reading this one.
-        workgroupBarrier();
-    }
+{% endif %}
+    // Cooperative load, rows strided by the workgroup's height and columns by its width (no
+    // division per texel); only workgroups at the image's edges apply the border mode.
     if (inside) {
-        textureStore(dst, vec2<i32>(x, y), acc);
+        for (var r = ly; r < HALO_H; r += GROUP_H) {
+            for (var i = lx; i < HALO_W; i += GROUP_W) {
+                halo[r * HALO_W + i] = textureLoad(src, vec2<i32>(ox + i, oy + r), 0){$ pick $};
+            }
+        }
+    } else {
+        for (var r = ly; r < HALO_H; r += GROUP_H) {
+            for (var i = lx; i < HALO_W; i += GROUP_W) {
+                halo[r * HALO_W + i] = load_src(ox + i, oy + r){$ pick $};
+            }
+        }
+    }
+    // Invocations whose block lies outside the image still loaded their share and reach the
+    // barrier; they only skip the stores.
+    workgroupBarrier();
+{% if layout == "scalar" %}
+{% for o in range(block_h) %}{% for j in range(block_w) %}
+    var s{$ o $}_{$ j $} = 0.0;
+{% endfor %}{% endfor %}
+{% set acc = "s" %}
+{% else %}
+{% set acc = "a" %}
+{% endif %}
+    for (var r = 0; r < BLOCK_H + KH - 1; r++) {
+        let row = base + r * HALO_W;
+{% for i in range(block_w + kw - 1) %}
+        let t{$ i $} = halo[row + {$ i $}];
+{% endfor %}
+{% for o in range(block_h) %}
+        // Output row {$ o $} takes kernel row r - {$ o $} (a zero row when out of range).
+        let w{$ o $} = (r + {$ block_h - 1 - o $}) * KW;
+{% for kx in range(kw) %}
+        {
+            let k = weights[w{$ o $} + {$ kx $}];
+{% for j in range(block_w) %}
+            {$ acc $}{$ o $}_{$ j $} += k * t{$ j + kx $};
+{% endfor %}
+        }
+{% endfor %}
+{% endfor %}
+    }
+{% if layout == "scalar" %}
+{% for o in range(block_h) %}{% for j in range(block_w) %}
+    a{$ o $}_{$ j $}[c] = s{$ o $}_{$ j $};
+{% endfor %}{% endfor %}
+    // The next channel overwrites the halo: everyone must be done reading this one.
+    workgroupBarrier();
     }
 {% endif %}
+{% for o in range(block_h) %}{% for j in range(block_w) %}
+    if (x0 + {$ j $} < params.size.x && y0 + {$ o $} < params.size.y) {
+        textureStore(dst, vec2<i32>(x0 + {$ j $}, y0 + {$ o $}), a{$ o $}_{$ j $});
+    }
+{% endfor %}{% endfor %}
 }

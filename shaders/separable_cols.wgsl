@@ -1,6 +1,11 @@
-// Vertical 1-D pass of a separable filter over 2-D tiles: a workgroup loads a TILE_W×TILE_H
-// block plus its vertical halo into workgroup memory, so that neighbouring invocations share
-// every row they read instead of each walking a column of global memory alone.
+// Vertical 1-D pass of a separable filter. Each invocation filters BLOCK outputs stacked in one
+// column: it reads the BLOCK + TAPS - 1 texels they share once, into registers, instead of
+// BLOCK × TAPS times. Neighbouring invocations of a workgroup take neighbouring columns, so each
+// row the workgroup reads is read along the row (neighbouring texels, one cache line) rather
+// than by one invocation walking a column of global memory alone.
+//
+// Up to 65 taps the weights are baked into the code as literals and every tap is unrolled (the
+// pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
 
 struct Params {
     size: vec2<i32>,  // width, height of src and dst
@@ -13,38 +18,43 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // TAPS column factors
 @group(0) @binding(3) var<uniform> params: Params;
 
-override TAPS: i32 = 3;  // length of the 1-D kernel, anchored at TAPS / 2
+const TAPS: i32 = {$ taps $};  // length of the 1-D kernel, anchored at TAPS / 2
+const BLOCK: i32 = {$ block $};  // outputs per invocation, along y
 
 {% include "border.wgsl" %}
 
-const TILE_W: i32 = {$ tile_w $};
-const TILE_H: i32 = {$ tile_h $};
-// Sized on the host: TILE_W * (TILE_H + TAPS - 1) texels, row-major with rows TILE_W long.
-var<workgroup> block: array<vec4<f32>, {$ halo_len $}>;
-
-@compute @workgroup_size({$ tile_w $}, {$ tile_h $})
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(local_invocation_index) lindex: u32,
-) {
-    let block_n = TILE_W * (TILE_H + TAPS - 1);
-    let x0 = i32(wid.x) * TILE_W;
-    let y0 = i32(wid.y) * TILE_H - TAPS / 2;
-    for (var i = i32(lindex); i < block_n; i += TILE_W * TILE_H) {
-        // Columns right of the image are loaded from the last column (never stored) so that
-        // every invocation reaches the barrier; borders apply along y only.
-        let x = min(x0 + i % TILE_W, params.size.x - 1);
-        block[i] = load_src(x, y0 + i / TILE_W);
-    }
-    workgroupBarrier();
-    let x = x0 + i32(lid.x);
-    let y = i32(wid.y) * TILE_H + i32(lid.y);
-    if (x < params.size.x && y < params.size.y) {
+{% macro load(fast, i) %}{% if fast %}textureLoad(src, vec2<i32>(x, top + {$ i $}), 0){% else %}load_src(x, top + {$ i $}){% endif %}{% endmacro %}
+{% macro filter(fast) %}
+{% if baked %}
+{% for i in range(block + taps - 1) %}
+        let t{$ i $} = {$ load(fast, i) $};
+{% endfor %}
+{% for o in range(block) %}
+        if (y0 + {$ o $} < params.size.y) {
+            textureStore(dst, vec2<i32>(x, y0 + {$ o $}), {% for k in range(taps) %}{$ baked[k] $} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %});
+        }
+{% endfor %}
+{% else %}
         var acc = vec4<f32>(0.0);
         for (var k = 0; k < TAPS; k++) {
-            acc += weights[k] * block[(i32(lid.y) + k) * TILE_W + i32(lid.x)];
+            acc += weights[k] * {$ load(fast, "k") $};
         }
-        textureStore(dst, vec2<i32>(x, y), acc);
+        textureStore(dst, vec2<i32>(x, y0), acc);
+{% endif %}
+{% endmacro %}
+
+@compute @workgroup_size({$ wg_x $}, {$ wg_y $})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let x = i32(gid.x);
+    let y0 = i32(gid.y) * BLOCK;
+    if (x >= params.size.x || y0 >= params.size.y) {
+        return;
+    }
+    let top = y0 - TAPS / 2;
+    // Only invocations near the top and bottom edges pay for the border mode.
+    if (top >= 0 && top + BLOCK + TAPS - 1 <= params.size.y) {
+{$ filter(true) $}
+    } else {
+{$ filter(false) $}
     }
 }

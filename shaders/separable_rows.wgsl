@@ -1,6 +1,10 @@
-// Horizontal 1-D pass of a separable filter: a workgroup loads a STRIP_W×STRIP_H strip of
-// input plus its horizontal halo into workgroup memory, then each invocation filters one pixel.
-// The transpose strategy runs it twice (on the image and on its transpose).
+// Horizontal 1-D pass of a separable filter. Each invocation filters BLOCK neighbouring outputs
+// of one row: it reads the BLOCK + TAPS - 1 texels they share once, into registers, instead of
+// BLOCK × TAPS times, and neighbouring invocations of the workgroup read neighbouring stretches
+// of the same rows. The transpose strategy runs it twice (on the image and on its transpose).
+//
+// Up to 65 taps the weights are baked into the code as literals and every tap is unrolled (the
+// pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
 
 struct Params {
     size: vec2<i32>,  // width, height of src and dst
@@ -13,40 +17,43 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // TAPS row factors
 @group(0) @binding(3) var<uniform> params: Params;
 
-override TAPS: i32 = 3;  // length of the 1-D kernel, anchored at TAPS / 2
+const TAPS: i32 = {$ taps $};  // length of the 1-D kernel, anchored at TAPS / 2
+const BLOCK: i32 = {$ block $};  // outputs per invocation, along x
 
 {% include "border.wgsl" %}
 
-const STRIP_W: i32 = {$ strip_w $};
-const STRIP_H: i32 = {$ strip_h $};
-// Sized on the host: STRIP_H * (STRIP_W + TAPS - 1) texels.
-var<workgroup> strip: array<vec4<f32>, {$ halo_len $}>;
-
-@compute @workgroup_size({$ strip_w $}, {$ strip_h $})
-fn main(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(local_invocation_id) lid: vec3<u32>,
-    @builtin(local_invocation_index) lindex: u32,
-) {
-    let strip_w = STRIP_W + TAPS - 1;
-    let strip_n = strip_w * STRIP_H;
-    let x0 = i32(wid.x) * STRIP_W - TAPS / 2;
-    let y0 = i32(wid.y) * STRIP_H;
-    for (var i = i32(lindex); i < strip_n; i += STRIP_W * STRIP_H) {
-        // Rows below the image are loaded from the last row (never stored) so that every
-        // invocation reaches the barrier; borders apply along x only.
-        let y = min(y0 + i / strip_w, params.size.y - 1);
-        strip[i] = load_src(x0 + i % strip_w, y);
-    }
-    workgroupBarrier();
-    let x = i32(wid.x) * STRIP_W + i32(lid.x);
-    let y = y0 + i32(lid.y);
-    if (x < params.size.x && y < params.size.y) {
-        let row = i32(lid.y) * strip_w + i32(lid.x);
+{% macro load(fast, i) %}{% if fast %}textureLoad(src, vec2<i32>(left + {$ i $}, y), 0){% else %}load_src(left + {$ i $}, y){% endif %}{% endmacro %}
+{% macro filter(fast) %}
+{% if baked %}
+{% for i in range(block + taps - 1) %}
+        let t{$ i $} = {$ load(fast, i) $};
+{% endfor %}
+{% for o in range(block) %}
+        if (x0 + {$ o $} < params.size.x) {
+            textureStore(dst, vec2<i32>(x0 + {$ o $}, y), {% for k in range(taps) %}{$ baked[k] $} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %});
+        }
+{% endfor %}
+{% else %}
         var acc = vec4<f32>(0.0);
         for (var k = 0; k < TAPS; k++) {
-            acc += weights[k] * strip[row + k];
+            acc += weights[k] * {$ load(fast, "k") $};
         }
-        textureStore(dst, vec2<i32>(x, y), acc);
+        textureStore(dst, vec2<i32>(x0, y), acc);
+{% endif %}
+{% endmacro %}
+
+@compute @workgroup_size({$ wg_x $}, {$ wg_y $})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let x0 = i32(gid.x) * BLOCK;
+    let y = i32(gid.y);
+    if (x0 >= params.size.x || y >= params.size.y) {
+        return;
+    }
+    let left = x0 - TAPS / 2;
+    // Only invocations near the left and right edges pay for the border mode.
+    if (left >= 0 && left + BLOCK + TAPS - 1 <= params.size.x) {
+{$ filter(true) $}
+    } else {
+{$ filter(false) $}
     }
 }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blurapp.core.borders import Border
-from blurapp.core.errors import ImageError, KernelSpecError
+from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.device import GpuContext, get_device
@@ -28,7 +28,16 @@ from blurapp.gpu.strategies import TEXEL_BYTES, PassSpec, get_strategy
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
 
-__all__ = ["GpuFilter", "get_filter", "modelled_bytes"]
+__all__ = ["STORAGE_FORMATS", "GpuFilter", "get_filter", "modelled_bytes", "to_storage"]
+
+# --format/storage name -> (WebGPU texture format of the input, numpy dtype, bytes per texel).
+# The shaders read every one of them as vec4<f32> and accumulate in f32; only the input texture
+# is narrower (intermediates and the output stay rgba32float).
+STORAGE_FORMATS: dict[str, tuple[str, type, int]] = {
+    "rgba8": ("rgba8unorm", np.uint8, 4),
+    "rgba16f": ("rgba16float", np.float16, 8),
+    "rgba32f": ("rgba32float", np.float32, 16),
+}
 
 # Weight buffers start big enough for a 257×257 kernel, so changing the kernel of a live
 # preview does not reallocate them; a larger kernel grows them (and rebuilds the bind groups).
@@ -51,16 +60,46 @@ class _ShapeResources:
 
     width: int
     height: int
-    textures: dict[tuple[str, int, int], tuple[Any, Any]] = field(default_factory=dict)
+    textures: dict[tuple[str, int, int, str], tuple[Any, Any]] = field(default_factory=dict)
     uniforms: dict[tuple[str, int], Any] = field(default_factory=dict)
-    bind_groups: dict[tuple[str, int], Any] = field(default_factory=dict)
-    staging: np.ndarray | None = None
+    bind_groups: dict[tuple[str, int, str], Any] = field(default_factory=dict)
+    staging: dict[str, np.ndarray] = field(default_factory=dict)
     readback: Any = None
     row_bytes: int = 0
 
 
+def _check_storage(storage: str) -> tuple[str, type, int]:
+    try:
+        return STORAGE_FORMATS[storage]
+    except (KeyError, TypeError):
+        raise UsageError(
+            f"unknown storage format {storage!r}; choose one of {', '.join(STORAGE_FORMATS)}"
+        ) from None
+
+
+def to_storage(x: np.ndarray, storage: str) -> np.ndarray:
+    """``x`` (normalised floats) as the GPU stores it in the input texture, C-contiguous.
+
+    Arguments:
+        x: H×W×C image; floats in normalised units, or already the storage dtype (uint8 for
+            ``rgba8``, float16 for ``rgba16f``), which is used as it is.
+        storage: ``"rgba8"`` (values clamped to [0, 1] and rounded to 1/255 steps, as an
+            rgba8unorm texture holds them), ``"rgba16f"`` (rounded to half precision) or
+            ``"rgba32f"``.
+
+    Returns:
+        The array in the storage format's numpy dtype.
+    """
+    _, dtype, _ = _check_storage(storage)
+    if x.dtype == dtype:
+        return np.ascontiguousarray(x)
+    if dtype is np.uint8:
+        return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
+    return np.ascontiguousarray(x, dtype=dtype)
+
+
 def _check_image(x: np.ndarray, limits: DeviceLimits, max_buffer: int) -> np.ndarray:
-    """``x`` as a C-contiguous float32 H×W×C array, or ImageError naming what is wrong."""
+    """``x`` as an H×W×C array, or ImageError naming what is wrong."""
     x = np.asarray(x)
     if x.ndim == 2:
         x = x[:, :, None]
@@ -85,7 +124,7 @@ def _check_image(x: np.ndarray, limits: DeviceLimits, max_buffer: int) -> np.nda
             f"image is {width}×{height} pixels: {row_bytes * height >> 20} MiB per RGBA float "
             f"copy exceeds this GPU's {max_buffer >> 20} MiB buffer limit (use --strategy cpu)"
         )
-    return np.ascontiguousarray(x, dtype=np.float32)
+    return x
 
 
 def _check_kernel(kernel: Kernel) -> None:
@@ -96,6 +135,14 @@ def _check_kernel(kernel: Kernel) -> None:
         raise KernelSpecError(f"kernel {kernel.name!r} has non-finite weights (NaN or inf)")
 
 
+def _pass_bytes(p: PassSpec, input_texel_bytes: int) -> int:
+    """``p.bytes_modelled`` with the reads of the input texture at its storage format's size."""
+    if p.src != "input" or input_texel_bytes == TEXEL_BYTES:
+        return p.bytes_modelled
+    written = p.out_size[0] * p.out_size[1] * TEXEL_BYTES  # every pass writes its whole output
+    return (p.bytes_modelled - written) * input_texel_bytes // TEXEL_BYTES + written
+
+
 def modelled_bytes(
     strategy: str,
     kernel: Kernel,
@@ -103,30 +150,33 @@ def modelled_bytes(
     *,
     tile: int | None = None,
     limits: DeviceLimits | None = None,
+    storage: str = "rgba32f",
 ) -> dict[str, int]:
     """Global-memory bytes each pass of ``strategy`` is modelled to read and write, without running.
 
-    The model counts 16 bytes per rgba32float texel read or written, halo loads included
-    (direct: rows×cols reads per output; tiled: the halo once per tile; separable: the strip
-    or tile with its 1-D halo; transpose: one read and one write per texel).
+    The model counts 16 bytes per rgba32float texel read or written (4 or 8 for reads of an
+    rgba8 or rgba16f input), halo loads included (direct: rows×cols reads per output; tiled: the
+    halo once per tile; separable: each invocation's run of outputs with its 1-D halo;
+    transpose: one read and one write per texel).
 
     Arguments:
         strategy: a GPU strategy name.
         kernel: the kernel.
         shape: image shape (H, W) or (H, W, C).
         tile: tile side for ``tiled`` (the planner's choice when ``None``).
-        limits: the device limits (the current device's when ``None`` and one exists, else
-            WebGPU's defaults).
+        limits: the device limits (WebGPU's defaults when ``None``).
+        storage: the input texture's storage format (``STORAGE_FORMATS``).
 
     Returns:
         ``{pass name: bytes}`` in pass order.
     """
     if limits is None:
         limits = DeviceLimits()
+    _, _, texel = _check_storage(storage)
     height, width = int(shape[0]), int(shape[1])
     channels = int(shape[2]) if len(shape) > 2 else 4
     passes = get_strategy(strategy).passes(kernel, 0, 0.0, (width, height), limits, tile, channels)
-    return {p.name: p.bytes_modelled for p in passes}
+    return {p.name: _pass_bytes(p, texel) for p in passes}
 
 
 class GpuFilter:
@@ -168,6 +218,7 @@ class GpuFilter:
         strategy: str,
         *,
         tile: int | None = None,
+        storage: str = "rgba32f",
     ) -> tuple[np.ndarray, Timing]:
         """Correlate ``x`` with ``kernel`` on the GPU.
 
@@ -178,6 +229,10 @@ class GpuFilter:
             strategy: ``"direct"``, ``"tiled"``, ``"separable"`` or ``"transpose"``.
             tile: tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
                 The other strategies ignore it.
+            storage: the input texture's format: ``"rgba32f"`` (rgba32float, the default),
+                ``"rgba16f"`` (rgba16float: x rounded to half precision) or ``"rgba8"``
+                (rgba8unorm: x clamped to [0, 1] and rounded to 1/255). The shaders accumulate
+                in f32 either way; see :func:`to_storage`.
 
         Returns:
             The float32 result with ``x``'s shape, and its :class:`Timing` (``timer`` is
@@ -185,28 +240,31 @@ class GpuFilter:
 
         Raises:
             StrategyError: unknown strategy, or one that cannot run this kernel or tile.
+            UsageError: unknown storage format.
             ImageError: empty image, more than 4 channels, larger than the device allows.
             KernelSpecError: non-finite weights.
             GpuUnavailableError: no adapter.
         """
         start = time.perf_counter()
         strat = get_strategy(strategy)
+        fmt, _, texel = _check_storage(storage)
         border = Border.parse(border)
         _check_kernel(kernel)
         strat.check(kernel)
         ctx = self.context
         squeeze = np.ndim(x) == 2
         x = _check_image(x, ctx.limits, int(ctx.device.limits["max-buffer-size"]))
+        x = to_storage(x, storage)
         height, width, channels = x.shape
         passes = strat.passes(
             kernel, border.mode.value, border.value, (width, height), ctx.limits, tile, channels
         )
         with self._lock:
-            out, pass_ms, timer = self._execute(x, passes)
+            out, pass_ms, timer = self._execute(x, passes, fmt, texel)
         result = out[:, :, 0] if squeeze else out
         timing = Timing(
             passes=tuple(
-                PassTiming(p.name, ms, p.bytes_modelled)
+                PassTiming(p.name, ms, _pass_bytes(p, texel))
                 for p, ms in zip(passes, pass_ms, strict=True)
             ),
             timer=timer,
@@ -216,10 +274,18 @@ class GpuFilter:
         return result, timing
 
     def modelled_bytes(
-        self, strategy: str, kernel: Kernel, shape: tuple[int, ...], *, tile: int | None = None
+        self,
+        strategy: str,
+        kernel: Kernel,
+        shape: tuple[int, ...],
+        *,
+        tile: int | None = None,
+        storage: str = "rgba32f",
     ) -> dict[str, int]:
         """:func:`modelled_bytes` with this device's limits."""
-        return modelled_bytes(strategy, kernel, shape, tile=tile, limits=self.context.limits)
+        return modelled_bytes(
+            strategy, kernel, shape, tile=tile, limits=self.context.limits, storage=storage
+        )
 
     def clear(self) -> None:
         """Drop the per-shape resources (pipelines stay): frees GPU memory after a big image."""
@@ -229,7 +295,7 @@ class GpuFilter:
     # -- execution --------------------------------------------------------------------------
 
     def _execute(
-        self, x: np.ndarray, passes: tuple[PassSpec, ...]
+        self, x: np.ndarray, passes: tuple[PassSpec, ...], fmt: str, texel: int
     ) -> tuple[np.ndarray, list[float], str]:
         import wgpu
 
@@ -239,21 +305,26 @@ class GpuFilter:
         res = self._resources(width, height)
         strategy_key = "/".join(p.shader for p in passes)
 
-        assert res.staging is not None
-        res.staging[:, :, :channels] = x
-        res.staging[:, :, channels:] = 0.0
-        in_tex, _ = self._texture(res, "input", (width, height))
+        if channels == 4:
+            upload = x  # already RGBA in the texture's layout: no staging copy
+        else:
+            upload = res.staging.get(fmt)
+            if upload is None:
+                upload = res.staging[fmt] = np.zeros((height, width, 4), dtype=x.dtype)
+            upload[:, :, :channels] = x
+            upload[:, :, channels:] = 0
+        in_tex, _ = self._texture(res, "input", (width, height), fmt)
         device.queue.write_texture(
             {"texture": in_tex, "mip_level": 0, "origin": (0, 0, 0)},
-            res.staging,
-            {"offset": 0, "bytes_per_row": width * TEXEL_BYTES, "rows_per_image": height},
+            upload,
+            {"offset": 0, "bytes_per_row": width * texel, "rows_per_image": height},
             (width, height, 1),
         )
 
         commands = []
         for i, p in enumerate(passes):
             pipeline = self._pipeline(p)
-            bind_group = self._bind_group(res, strategy_key, i, p)
+            bind_group = self._bind_group(res, strategy_key, i, p, fmt)
             device.queue.write_buffer(
                 res.uniforms[(strategy_key, i)],
                 0,
@@ -342,7 +413,6 @@ class GpuFilter:
             self._shapes.move_to_end(key)
             return res
         res = _ShapeResources(width, height)
-        res.staging = np.zeros((height, width, 4), dtype=np.float32)
         res.row_bytes = math.ceil(width * TEXEL_BYTES / _ROW_ALIGN) * _ROW_ALIGN
         res.readback = self._buffer(
             res.row_bytes * height, wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -356,14 +426,16 @@ class GpuFilter:
         self.stats["buffers"] += 1
         return self.context.device.create_buffer(size=size, usage=usage)
 
-    def _texture(self, res: _ShapeResources, slot: str, size: tuple[int, int]) -> tuple[Any, Any]:
-        key = (slot, size[0], size[1])
+    def _texture(
+        self, res: _ShapeResources, slot: str, size: tuple[int, int], fmt: str = "rgba32float"
+    ) -> tuple[Any, Any]:
+        key = (slot, size[0], size[1], fmt)
         found = res.textures.get(key)
         if found is None:
             tex = self.context.device.create_texture(
-                label=f"blurapp {slot} {size[0]}x{size[1]}",
+                label=f"blurapp {slot} {size[0]}x{size[1]} {fmt}",
                 size=(size[0], size[1], 1),
-                format="rgba32float",
+                format=fmt,
                 usage=_texture_usage(),
             )
             self.stats["textures"] += 1
@@ -414,7 +486,9 @@ class GpuFilter:
                 res.bind_groups.clear()
         return self._weights
 
-    def _bind_group(self, res: _ShapeResources, strategy_key: str, i: int, p: PassSpec) -> Any:
+    def _bind_group(
+        self, res: _ShapeResources, strategy_key: str, i: int, p: PassSpec, fmt: str
+    ) -> Any:
         import wgpu
 
         weights = self._weights_buffers(0 if p.weights is None else p.weights.nbytes)
@@ -423,9 +497,11 @@ class GpuFilter:
             res.uniforms[key] = self._buffer(
                 16, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
             )
-        group = res.bind_groups.get(key)
+        # The pass that reads the input binds the texture of the input's storage format.
+        src_fmt = fmt if p.src == "input" else "rgba32float"
+        group = res.bind_groups.get((*key, src_fmt))
         if group is None:
-            _, src_view = self._texture(res, p.src, p.size)
+            _, src_view = self._texture(res, p.src, p.size, src_fmt)
             _, dst_view = self._texture(res, p.dst, p.out_size)
             group = self.context.device.create_bind_group(
                 layout=self._bind_group_layout(),
@@ -437,7 +513,7 @@ class GpuFilter:
                 ],
             )
             self.stats["bind_groups"] += 1
-            res.bind_groups[key] = group
+            res.bind_groups[(*key, src_fmt)] = group
         return group
 
     def _pipeline(self, p: PassSpec) -> Any:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from blurapp.core.errors import StrategyError
-from blurapp.core.planner import DeviceLimits, choose_tile
+from blurapp.core.planner import DeviceLimits, choose_tile, tile_block
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -32,11 +32,15 @@ __all__ = [
     "TiledStrategy",
     "TransposeStrategy",
     "get_strategy",
+    "line_block",
 ]
 
 TEXEL_BYTES = 16  # one rgba32float texel, the unit of every global read and write
-TRANSPOSE_TILE = 16
-_DIRECT_WORKGROUP = 16
+TRANSPOSE_TILE = 32
+TRANSPOSE_ROWS = 8  # a 32×32 tile moved by 32×8 invocations, 4 texels each
+_DIRECT_WORKGROUP = 8  # 8×8: a multiple of lavapipe's 8 SIMD lanes and of a GPU's 32-wide warp
+_LINE_WORKGROUP = 8  # 8×8 invocations per workgroup in the 1-D passes
+BAKED_TAPS = 65  # up to this many taps a 1-D pass has its weights baked in as literals
 
 
 @dataclass(frozen=True, eq=False)
@@ -131,14 +135,15 @@ class DirectStrategy(Strategy):
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         rows, cols = _check_kernel_size(kernel)
         width, height = size
-        wg = _DIRECT_WORKGROUP if limits.max_invocations >= _DIRECT_WORKGROUP**2 else 8
+        wg = _DIRECT_WORKGROUP
         pixels = width * height
         return (
             PassSpec(
                 name="direct",
                 shader="direct",
-                template=(("wg_x", wg), ("wg_y", wg)),
-                constants=(("KW", cols), ("KH", rows), ("BORDER_MODE", border_mode)),
+                # The kernel's columns are unrolled in the shader: its width shapes the code.
+                template=(("wg_x", wg), ("wg_y", wg), ("kw", cols)),
+                constants=(("KH", rows), ("BORDER_MODE", border_mode)),
                 src="input",
                 dst="output",
                 size=size,
@@ -153,29 +158,40 @@ class DirectStrategy(Strategy):
 
 class TiledStrategy(Strategy):
     name = "tiled"
-    summary = "T×T output tile with its halo in workgroup memory"
+    summary = "T×T output tile with its halo in workgroup memory, a block of outputs per invocation"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         rows, cols = _check_kernel_size(kernel)
         width, height = size
         choice = choose_tile((rows, cols), limits, tile)
         t = choice.tile
+        bh, bw = tile_block(t)
         halo_len = (t + cols - 1) * (t + rows - 1)
         tiles = _groups(width, t) * _groups(height, t)
         # The scalar layout reloads the halo once per channel (a whole texel each time).
         loads = halo_len * (1 if choice.layout == "vec4" else channels)
+        # BLOCK_H - 1 zero rows above and below: output row o of a block reads kernel row r - o.
+        pad = np.zeros((bh - 1) * cols, dtype=np.float32)
+        weights = np.concatenate([pad, np.asarray(kernel.weights, np.float32).ravel(), pad])
         return (
             PassSpec(
                 name="tiled",
                 shader="halo_tiled",
-                template=(("tile", t), ("halo_len", halo_len), ("layout", choice.layout)),
-                constants=(("KW", cols), ("KH", rows), ("BORDER_MODE", border_mode)),
+                template=(
+                    ("tile", t),
+                    ("kw", cols),
+                    ("kh", rows),
+                    ("block_w", bw),
+                    ("block_h", bh),
+                    ("layout", choice.layout),
+                ),
+                constants=(("BORDER_MODE", border_mode),),
                 src="input",
                 dst="output",
                 size=size,
                 out_size=size,
                 workgroups=(_groups(width, t), _groups(height, t)),
-                weights=np.ascontiguousarray(kernel.weights, dtype=np.float32).ravel(),
+                weights=weights,
                 constant=constant,
                 bytes_modelled=(tiles * loads + width * height) * TEXEL_BYTES,
             ),
@@ -191,40 +207,61 @@ def _factors(kernel: Kernel) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(sep.column, dtype=np.float64), np.asarray(sep.row, dtype=np.float64)
 
 
-def row_strip(taps: int, limits: DeviceLimits) -> tuple[int, int]:
-    """(width, height) of the row pass's workgroup strip for a ``taps``-long kernel.
+def line_block(taps: int) -> int:
+    """Outputs each invocation of a 1-D pass computes for a ``taps``-long kernel.
 
-    64 outputs wide (coalesced reads), as many rows as workgroup memory allows (up to 4).
+    Measured on lavapipe (docs/PERFORMANCE.md): 8 outputs share their loads best up to 33 taps,
+    4 up to 65 (the unrolled code stays small enough to compile quickly); longer kernels run one
+    output per invocation with a loop over a weights buffer.
     """
-    for width in (64, 32, 16, 8, 4, 2, 1):
-        for height in (4, 2, 1):
-            if (
-                width * height <= limits.max_invocations
-                and height * (width + taps - 1) * TEXEL_BYTES <= limits.workgroup_storage
-            ):
-                return width, height
-    raise StrategyError(
-        f"a {taps}-tap row does not fit this device's {limits.workgroup_storage} bytes of "
-        "workgroup memory: use direct or cpu"
-    )
+    if taps <= 33:
+        return 8
+    if taps <= BAKED_TAPS:
+        return 4
+    return 1
 
 
-def column_tile(taps: int, limits: DeviceLimits) -> tuple[int, int]:
-    """(width, height) of the column pass's 2-D tile for a ``taps``-long kernel.
+def _literal(value: float) -> str:
+    """A WGSL literal for the float32 ``value`` (shortest text that rounds back to it)."""
+    return repr(float(np.float32(value)))
 
-    Wide first (neighbouring invocations read neighbouring texels of a row), then as tall
-    as workgroup memory allows: a taller tile amortises the vertical halo.
-    """
-    for width in (16, 8, 4, 2, 1):
-        for height in (16, 8, 4, 2, 1):
-            if (
-                width * height <= limits.max_invocations
-                and width * (height + taps - 1) * TEXEL_BYTES <= limits.workgroup_storage
-            ):
-                return width, height
-    raise StrategyError(
-        f"a {taps}-tap column does not fit this device's {limits.workgroup_storage} bytes of "
-        "workgroup memory: use direct or cpu"
+
+def _line_pass(
+    name: str,
+    taps: np.ndarray,
+    border_mode: int,
+    constant: float,
+    size: tuple[int, int],
+    src: str,
+    dst: str,
+    *,
+    vertical: bool,
+) -> PassSpec:
+    width, height = size
+    n = len(taps)
+    block = line_block(n)
+    baked = tuple(_literal(v) for v in taps) if n <= BAKED_TAPS else None
+    wg = _LINE_WORKGROUP
+    if vertical:
+        blocks = width * _groups(height, block)
+        workgroups = (_groups(width, wg), _groups(_groups(height, block), wg))
+    else:
+        blocks = _groups(width, block) * height
+        workgroups = (_groups(_groups(width, block), wg), _groups(height, wg))
+    return PassSpec(
+        name=name,
+        shader="separable_cols" if vertical else "separable_rows",
+        template=(("wg_x", wg), ("wg_y", wg), ("taps", n), ("block", block), ("baked", baked)),
+        constants=(("BORDER_MODE", border_mode),),
+        src=src,
+        dst=dst,
+        size=size,
+        out_size=size,
+        workgroups=workgroups,
+        weights=np.asarray(taps, dtype=np.float32),
+        constant=constant,
+        # Each block reads its outputs plus the 1-D halo once, and writes its outputs.
+        bytes_modelled=(blocks * (block + n - 1) + width * height) * TEXEL_BYTES,
     )
 
 
@@ -234,55 +271,16 @@ def _rows_pass(
     border_mode: int,
     constant: float,
     size: tuple[int, int],
-    limits: DeviceLimits,
     src: str,
     dst: str,
 ) -> PassSpec:
-    width, height = size
-    n = len(taps)
-    sw, sh = row_strip(n, limits)
-    strips = _groups(width, sw) * _groups(height, sh)
-    return PassSpec(
-        name=name,
-        shader="separable_rows",
-        template=(("strip_w", sw), ("strip_h", sh), ("halo_len", sh * (sw + n - 1))),
-        constants=(("TAPS", n), ("BORDER_MODE", border_mode)),
-        src=src,
-        dst=dst,
-        size=size,
-        out_size=size,
-        workgroups=(_groups(width, sw), _groups(height, sh)),
-        weights=taps.astype(np.float32),
-        constant=constant,
-        bytes_modelled=(strips * sh * (sw + n - 1) + width * height) * TEXEL_BYTES,
-    )
+    return _line_pass(name, taps, border_mode, constant, size, src, dst, vertical=False)
 
 
 def _cols_pass(
-    taps: np.ndarray,
-    border_mode: int,
-    constant: float,
-    size: tuple[int, int],
-    limits: DeviceLimits,
+    taps: np.ndarray, border_mode: int, constant: float, size: tuple[int, int]
 ) -> PassSpec:
-    width, height = size
-    n = len(taps)
-    tw, th = column_tile(n, limits)
-    tiles = _groups(width, tw) * _groups(height, th)
-    return PassSpec(
-        name="cols",
-        shader="separable_cols",
-        template=(("tile_w", tw), ("tile_h", th), ("halo_len", tw * (th + n - 1))),
-        constants=(("TAPS", n), ("BORDER_MODE", border_mode)),
-        src="tmp0",
-        dst="output",
-        size=size,
-        out_size=size,
-        workgroups=(_groups(width, tw), _groups(height, th)),
-        weights=taps.astype(np.float32),
-        constant=constant,
-        bytes_modelled=(tiles * tw * (th + n - 1) + width * height) * TEXEL_BYTES,
-    )
+    return _line_pass("cols", taps, border_mode, constant, size, "tmp0", "output", vertical=True)
 
 
 def _transpose_pass(name: str, size: tuple[int, int], src: str, dst: str) -> PassSpec:
@@ -291,7 +289,7 @@ def _transpose_pass(name: str, size: tuple[int, int], src: str, dst: str) -> Pas
     return PassSpec(
         name=name,
         shader="transpose",
-        template=(("tile", t),),
+        template=(("tile", t), ("rows", TRANSPOSE_ROWS)),
         constants=(),
         src=src,
         dst=dst,
@@ -317,7 +315,7 @@ class _RankOneStrategy(Strategy):
 
 class SeparableStrategy(_RankOneStrategy):
     name = "separable"
-    summary = "row pass over a workgroup strip, column pass over a 2-D tile"
+    summary = "row pass then column pass, each invocation filtering a short run of outputs"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         _check_kernel_size(kernel)
@@ -327,8 +325,8 @@ class SeparableStrategy(_RankOneStrategy):
         # constants: V * sum(row). Clamp/reflect/mirror/wrap map each axis on its own.
         col_constant = float(constant * row.sum())
         return (
-            _rows_pass("rows", row, border_mode, constant, size, limits, "input", "tmp0"),
-            _cols_pass(column, border_mode, col_constant, size, limits),
+            _rows_pass("rows", row, border_mode, constant, size, "input", "tmp0"),
+            _cols_pass(column, border_mode, col_constant, size),
         )
 
 
@@ -343,10 +341,10 @@ class TransposeStrategy(_RankOneStrategy):
         width, height = size
         col_constant = float(constant * row.sum())
         return (
-            _rows_pass("rows", row, border_mode, constant, size, limits, "input", "tmp0"),
+            _rows_pass("rows", row, border_mode, constant, size, "input", "tmp0"),
             _transpose_pass("transpose", size, "tmp0", "tmp1"),
             _rows_pass(
-                "rows_t", column, border_mode, col_constant, (height, width), limits, "tmp1", "tmp2"
+                "rows_t", column, border_mode, col_constant, (height, width), "tmp1", "tmp2"
             ),
             _transpose_pass("transpose_back", (height, width), "tmp2", "output"),
         )

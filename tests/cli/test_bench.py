@@ -49,3 +49,25 @@ def test_bench_rejects_bad_arguments() -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert "12by4" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.gpu
+def test_bench_format_changes_the_input_texture(gpu: object, tmp_path: Path) -> None:
+    def bench(fmt: str) -> list[dict]:
+        out = tmp_path / f"{fmt}.json"
+        proc = subprocess.run(
+            [
+                sys.executable, "-m", "blurapp", "bench", "--size", "40x24", "--radii", "2",
+                "--strategies", "direct,separable", "--repeat", "1", "--warmup", "0", "--quiet",
+                "--format", fmt, "--json", str(out),
+            ],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(out.read_text())
+
+    wide, narrow = bench("rgba32f"), bench("rgba8")
+    assert {r["format"] for r in narrow} == {"rgba8"}
+    for w, n in zip(wide, narrow, strict=True):
+        # The first pass reads 4-byte rgba8unorm texels instead of 16-byte rgba32float ones.
+        assert n["strategy"] == w["strategy"] and n["bytes_modelled"] < w["bytes_modelled"]

@@ -6,7 +6,7 @@ import pytest
 
 from blurapp.core.errors import StrategyError
 from blurapp.core.kernel import Kernel
-from blurapp.core.planner import DeviceLimits, choose_tile, halo_texels, plan
+from blurapp.core.planner import DeviceLimits, choose_tile, halo_texels, plan, tile_invocations
 
 LAVAPIPE = DeviceLimits(workgroup_storage=32768, max_invocations=1024, max_texture_side=16384)
 WEBGPU_DEFAULT = DeviceLimits()
@@ -24,8 +24,11 @@ def test_largest_tile_that_fits_vec4() -> None:
     assert (choice.tile, choice.layout, choice.halo_bytes) == (32, "vec4", 25600)
     # R=8 at T=32 needs 48*48*16 = 36864 > 32768: falls back to T=16.
     assert choose_tile((17, 17), LAVAPIPE).tile == 16
-    # WebGPU's default 256 invocations rule out T=32 whatever the kernel.
-    assert choose_tile((3, 3), WEBGPU_DEFAULT).tile == 16
+    # Each invocation computes a 2×8 block of outputs: T=32 needs 64 invocations, not 1024,
+    # so WebGPU's default 256 allow it (its 16 KiB of workgroup memory then limit the halo).
+    assert tile_invocations(32) == 64 and tile_invocations(16) == 16 and tile_invocations(8) == 8
+    assert choose_tile((3, 3), DeviceLimits(workgroup_storage=32768)).tile == 32
+    assert choose_tile((3, 3), WEBGPU_DEFAULT).tile == 16  # 34*34*16 > 16384
 
 
 def test_large_kernel_falls_back_to_scalar_halo() -> None:
@@ -37,8 +40,10 @@ def test_large_kernel_falls_back_to_scalar_halo() -> None:
 
 def test_requested_tile_is_honoured_or_refused_clearly() -> None:
     assert choose_tile((3, 3), LAVAPIPE, requested=8).tile == 8
-    with pytest.raises(StrategyError, match="invocations"):
-        choose_tile((3, 3), WEBGPU_DEFAULT, requested=32)
+    tiny = DeviceLimits(max_invocations=32)
+    with pytest.raises(StrategyError, match="needs 64 invocations"):
+        choose_tile((3, 3), tiny, requested=32)
+    assert choose_tile((3, 3), tiny).tile == 16
     with pytest.raises(StrategyError, match="12"):
         choose_tile((3, 3), LAVAPIPE, requested=12)
     with pytest.raises(StrategyError, match="too large for tiled"):
@@ -60,15 +65,41 @@ def test_plan_tiled_for_non_separable() -> None:
     assert "rank 2" in p.reason
 
 
-def test_plan_small_rank_one_kernel_is_not_worth_two_passes() -> None:
+def test_plan_small_rank_one_kernels() -> None:
+    # bench on lavapipe, 1024×1024: sobel-sized 3×3 rank 1 separable 50 ms, tiled 89, direct 102.
     p = plan(Kernel.parse("sobel:x"), LAVAPIPE)
+    assert p.strategy == "separable"
+    assert p.reason == "rank 1, 3×3 taps: separable does 6 multiply-adds per pixel instead of 9"
+    # box:2 (2×2): two passes of 2 taps cost more than one tiled pass of 4.
+    p = plan(Kernel.parse("box:2"), LAVAPIPE)
     assert p.strategy == "tiled"
-    assert "second pass" in p.reason
+    assert "second pass costs more than it saves on 4 taps" in p.reason
+
+
+def test_plan_one_dimensional_kernels() -> None:
+    # bench, 1024×1024: box:3x1 direct 49 ms, separable 68, tiled 86;
+    # box:9x1 separable 60, direct 95, tiled 103.
+    p = plan(Kernel.parse("box:3x1"), LAVAPIPE)
+    assert p.strategy == "direct"
+    assert "nothing for a 2-D tile to share" in p.reason
+    assert plan(Kernel.parse("box:1x3"), LAVAPIPE).strategy == "direct"
+    p = plan(Kernel.parse("box:9x1"), LAVAPIPE)
+    assert p.strategy == "separable"
+    assert "reads 2.00 texels per pixel" in p.reason and "instead of direct's 9" in p.reason
+
+
+def test_plan_scalar_halo_only_where_it_pays() -> None:
+    # bench, 256×256: 49×49 tiled (T=32, one-channel halo) 0.78 × direct's time; 65×65
+    # (T=16, one-channel halo) 1.11 ×: tiled for the first, direct for the second.
+    p = plan(Kernel.parse("disk:radius=24"), LAVAPIPE)
+    assert (p.strategy, p.tile) == ("tiled", 32)
+    p = plan(Kernel.parse("disk:radius=32"), LAVAPIPE)
+    assert p.strategy == "direct"
+    assert "one-channel halo" in p.reason and "per channel" in p.reason
 
 
 def test_plan_without_gpu_and_for_huge_kernels() -> None:
     assert plan(Kernel.parse("box:3"), None).strategy == "cpu"
-    assert plan(Kernel.parse("identity"), LAVAPIPE).strategy in ("tiled", "direct")
     assert plan(Kernel.parse("matrix:1x1:2"), LAVAPIPE).strategy == "direct"
     p = plan(Kernel.parse("disk:radius=100"), LAVAPIPE)
     assert p.strategy == "direct"

@@ -196,12 +196,25 @@ def test_repeated_runs_rebuild_nothing(fresh_filter, strategy) -> None:
     f.run(x, kernel("gaussian:sigma=1"), "clamp", strategy)
     created = dict(f.stats)
     assert created["pipelines"] >= 1 and created["textures"] >= 2
-    # Same shape, new pixels, another kernel of the same size, another constant: all reused.
+    # Same shape, new pixels, same kernel: all reused.
     f.run(image((30, 40, 3), "cache2"), kernel("gaussian:sigma=1"), "clamp", strategy)
-    f.run(x, kernel("box:9"), "clamp", strategy)
-    out, _ = f.run(x, kernel("box:9"), "clamp", strategy)
     assert dict(f.stats) == created
+    # Another kernel of the same size: direct and tiled read weights from a buffer and reuse
+    # everything; the 1-D passes bake short kernels into their code, so only their pipelines
+    # (and shader modules) are new, once per kernel; textures, buffers, bind groups are reused.
+    f.run(x, kernel("box:9"), "clamp", strategy)
+    new = {k: v - created.get(k, 0) for k, v in f.stats.items() if v != created.get(k, 0)}
+    if strategy in ("direct", "tiled"):
+        assert new == {}
+    else:
+        assert set(new) == {"pipelines", "shader_modules"}
+        assert 1 <= new["pipelines"] == new["shader_modules"] <= 2
+    seen = dict(f.stats)
+    out, _ = f.run(x, kernel("box:9"), "clamp", strategy)
+    assert dict(f.stats) == seen
     assert_matches_reference(out, x, kernel("box:9"), "clamp")
+    f.run(x, kernel("gaussian:sigma=1"), "clamp", strategy)
+    created = dict(f.stats)
     # A new shape gets its own textures; going back to the first one creates nothing.
     f.run(image((31, 40, 3), "cache3"), kernel("box:9"), "clamp", strategy)
     grown = dict(f.stats)
@@ -220,3 +233,85 @@ def test_registry_covers_the_engine_strategies() -> None:
     from blurapp import engine
 
     assert tuple(STRATEGIES) == tuple(engine.GPU_STRATEGIES) == GPU_STRATEGIES
+
+
+# Long 1-D kernels (more than 65 taps) take the looped, unbaked path of the 1-D passes.
+@pytest.mark.parametrize("border", ALL_BORDERS)
+@pytest.mark.parametrize("strategy", ["separable", "transpose"])
+def test_long_one_dimensional_kernels(gpu, strategy, border) -> None:
+    x = image((21, 90, 2), "long")
+    k = kernel("box:67x3")
+    out, _ = get_filter().run(x, k, border, strategy)
+    assert_matches_reference(out, x, k, border)
+
+
+# Tiled with its largest tile: interior tiles (no border arithmetic) and edge tiles whose
+# 2×8 output blocks stick out of the image, in every border mode.
+@pytest.mark.parametrize("border", ALL_BORDERS)
+def test_tiled_blocks_at_the_edges(gpu, border) -> None:
+    x = image((75, 101, 3), "edges")
+    k = kernel(NON_SEPARABLE_5X3)
+    out, _ = get_filter().run(x, k, border, "tiled", tile=32)
+    assert_matches_reference(out, x, k, border)
+
+
+STORAGE_TOLERANCE = {"rgba8": 0.5 / 255, "rgba16f": 2.0**-11}
+
+
+@pytest.mark.parametrize("storage", ["rgba8", "rgba16f"])
+@pytest.mark.parametrize("strategy", GPU_STRATEGIES)
+def test_narrow_storage_formats(gpu, strategy, storage) -> None:
+    from blurapp.gpu.engine import to_storage
+
+    x = image((37, 70, 4), "fmt")
+    k = kernel("gaussian:sigma=1")
+    out, timing = get_filter().run(x, k, "mirror", strategy, storage=storage)
+    # Exactly the f32 filter of what the texture holds (accumulation stays f32) ...
+    stored = to_storage(x, storage).astype(np.float64)
+    if storage == "rgba8":
+        stored /= 255.0
+    assert_matches_reference(out, stored, k, "mirror")
+    # ... and within the format's rounding of the float64 result on the original pixels
+    # (a normalised kernel cannot amplify a per-pixel rounding error).
+    ref = correlate_float(x, k, Border.parse("mirror"))
+    err = float(np.abs(out - ref).max())
+    assert err <= STORAGE_TOLERANCE[storage] + 1e-6
+    assert err > 0  # the narrower texture really was used
+    # The first pass reads 4- or 8-byte texels: fewer modelled bytes than rgba32f.
+    wide = modelled_bytes(strategy, k, x.shape, limits=gpu.limits)
+    narrow = modelled_bytes(strategy, k, x.shape, limits=gpu.limits, storage=storage)
+    assert [p.bytes_modelled for p in timing.passes] == list(narrow.values())
+    assert sum(narrow.values()) < sum(wide.values())
+
+
+def test_storage_of_integer_and_half_inputs(gpu) -> None:
+    from blurapp.gpu.engine import to_storage
+
+    u8 = (np.arange(5 * 6 * 3) % 256).astype(np.uint8).reshape(5, 6, 3)
+    assert to_storage(u8, "rgba8") is not None and to_storage(u8, "rgba8").dtype == np.uint8
+    np.testing.assert_array_equal(to_storage(u8 / 255.0, "rgba8"), u8)
+    assert to_storage(np.array([[[-0.5, 2.0]]]), "rgba8").tolist() == [[[0, 255]]]
+    out, _ = get_filter().run(u8 / 255.0, kernel("box:3"), "wrap", "direct", storage="rgba8")
+    ref = correlate_float(u8 / 255.0, kernel("box:3"), Border.parse("wrap"))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-6)
+    half = image((6, 5, 2), "half").astype(np.float16)
+    out, _ = get_filter().run(half, kernel("box:3"), "clamp", "tiled", storage="rgba16f")
+    ref = correlate_float(half.astype(np.float64), kernel("box:3"), Border.parse("clamp"))
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-6)
+
+
+def test_unknown_storage_format(gpu) -> None:
+    from blurapp.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="unknown storage format 'rgb565'"):
+        get_filter().run(np.zeros((4, 4, 1)), kernel("box:3"), "clamp", "direct", storage="rgb565")
+
+
+def test_storage_through_the_engine_api(gpu) -> None:
+    from blurapp.engine import filter_float
+
+    x = image((16, 24, 3), "api")
+    k = kernel("gaussian:sigma=1")
+    wide, *_ = filter_float(x, k, "clamp", "separable")
+    narrow, *_ = filter_float(x, k, "clamp", "separable", storage="rgba8")
+    assert 0 < np.abs(wide - narrow).max() <= 0.5 / 255 + 1e-6

@@ -8,11 +8,17 @@ import pytest
 from blurapp.gpu.shaders import load_shader, shader_names
 
 STRATEGY_SHADERS = {
-    "direct": {"wg_x": 16, "wg_y": 16},
-    "halo_tiled": {"tile": 16, "halo_len": 324, "layout": "vec4"},
-    "separable_rows": {"strip_w": 64, "strip_h": 4, "halo_len": 264},
-    "separable_cols": {"tile_w": 16, "tile_h": 16, "halo_len": 288},
-    "transpose": {"tile": 16},
+    "direct": {"wg_x": 8, "wg_y": 8, "kw": 5},
+    "halo_tiled": {"tile": 16, "kw": 5, "kh": 3, "block_w": 8, "block_h": 2, "layout": "vec4"},
+    "separable_rows": {
+        "wg_x": 8,
+        "wg_y": 8,
+        "taps": 3,
+        "block": 8,
+        "baked": ("0.25", "0.5", "0.25"),
+    },
+    "separable_cols": {"wg_x": 8, "wg_y": 8, "taps": 3, "block": 1, "baked": None},
+    "transpose": {"tile": 32, "rows": 8},
 }
 
 
@@ -30,8 +36,19 @@ def test_render(name: str) -> None:
 
 
 def test_scalar_layout_renders_an_f32_halo() -> None:
-    code = load_shader("halo_tiled", tile=8, halo_len=5184, layout="scalar")
-    assert "array<f32, 5184>" in code and "array<vec4<f32>" not in code
+    code = load_shader("halo_tiled", tile=8, kw=65, kh=65, block_w=4, block_h=2, layout="scalar")
+    assert "array<f32, 5184>" in code and "array<vec4<f32>, 5184>" not in code
+    assert "@workgroup_size(2, 4)" in code
+
+
+def test_baked_weights_are_unrolled_literals() -> None:
+    code = load_shader(**{"name": "separable_rows", **STRATEGY_SHADERS["separable_rows"]})
+    # 8 outputs per invocation, each the 3 literal taps of its own window, in both paths.
+    assert code.count("0.25 * t0 + 0.5 * t1 + 0.25 * t2") == 2
+    assert code.count("0.25 * t7 + 0.5 * t8 + 0.25 * t9") == 2
+    assert "weights[k]" not in code
+    looped = load_shader(**{"name": "separable_cols", **STRATEGY_SHADERS["separable_cols"]})
+    assert "weights[k]" in looped
 
 
 def test_missing_parameter_is_an_error() -> None:
@@ -45,9 +62,9 @@ def test_unknown_shader() -> None:
 
 
 def test_loads_are_cached() -> None:
-    a = load_shader("transpose", tile=16)
-    assert load_shader("transpose", tile=16) is a
-    assert load_shader("transpose", tile=8) is not a
+    a = load_shader("transpose", tile=16, rows=4)
+    assert load_shader("transpose", tile=16, rows=4) is a
+    assert load_shader("transpose", tile=8, rows=4) is not a
 
 
 @pytest.mark.gpu

@@ -11,11 +11,12 @@ from blurapp.core.errors import StrategyError
 from blurapp.core.kernel import Kernel
 from blurapp.core.planner import DeviceLimits
 from blurapp.gpu.engine import modelled_bytes
-from blurapp.gpu.strategies import STRATEGIES, column_tile, get_strategy, row_strip
+from blurapp.gpu.strategies import BAKED_TAPS, STRATEGIES, get_strategy, line_block
 
 LAVAPIPE = DeviceLimits(workgroup_storage=32768, max_invocations=1024, max_texture_side=16384)
 DEFAULT = DeviceLimits()
 T = 16  # texel bytes
+NON_SEP = "matrix:5x3:1,-2,3,0.5,2,4,1,-1,2,0,-3,2,1,5,-0.5"
 
 
 def test_unknown_strategy_names_the_valid_ones() -> None:
@@ -44,30 +45,69 @@ def test_scalar_halo_for_a_65x65_kernel() -> None:
     (p,) = get_strategy("tiled").passes(k, 0, 0.0, (20, 20), LAVAPIPE, channels=3)
     params = dict(p.template)
     assert params["layout"] == "scalar"
-    assert params["halo_len"] * 4 <= LAVAPIPE.workgroup_storage
+    halo_len = (params["tile"] + 64) ** 2
+    assert halo_len * 4 <= LAVAPIPE.workgroup_storage
     tiles = math.ceil(20 / params["tile"]) ** 2
-    assert p.bytes_modelled == (tiles * params["halo_len"] * 3 + 400) * T
+    assert p.bytes_modelled == (tiles * halo_len * 3 + 400) * T
 
 
 def test_separable_and_transpose_passes() -> None:
     k = Kernel.parse("gaussian:sigma=2x1")  # 9 rows, 17 columns
     sep = get_strategy("separable").passes(k, 1, 0.5, (50, 30), DEFAULT)
     assert [p.name for p in sep] == ["rows", "cols"]
-    assert [dict(p.constants)["TAPS"] for p in sep] == [17, 9]
+    assert [dict(p.template)["taps"] for p in sep] == [17, 9]
     # The column pass reads the row pass applied to constants outside the image.
     assert sep[0].constant == 0.5
     assert sep[1].constant == pytest.approx(0.5 * k.separability.row.sum())
     np.testing.assert_allclose(
         np.outer(sep[1].weights, sep[0].weights), k.weights, rtol=1e-6, atol=1e-9
     )
+    # Short kernels are baked into the shader as float32 literals that round-trip exactly.
+    for p in sep:
+        baked = dict(p.template)["baked"]
+        assert np.array_equal(np.array([float(v) for v in baked], np.float32), p.weights)
     tr = get_strategy("transpose").passes(k, 0, 0.0, (50, 30), DEFAULT)
     assert [p.name for p in tr] == ["rows", "transpose", "rows_t", "transpose_back"]
     assert [p.out_size for p in tr] == [(50, 30), (30, 50), (30, 50), (50, 30)]
     assert tr[0].shader == tr[2].shader == "separable_rows"
     assert tr[1].bytes_modelled == tr[3].bytes_modelled == 2 * 50 * 30 * T
-    sw, sh = row_strip(17, DEFAULT)
-    strips = math.ceil(50 / sw) * math.ceil(30 / sh)
-    assert sep[0].bytes_modelled == (strips * sh * (sw + 16) + 1500) * T
+    # Each invocation of the row pass reads its 8 outputs plus the 16-texel halo once.
+    assert line_block(17) == 8
+    assert sep[0].bytes_modelled == (math.ceil(50 / 8) * 30 * (8 + 16) + 1500) * T
+    assert sep[1].bytes_modelled == (50 * math.ceil(30 / 8) * (8 + 8) + 1500) * T
+    # Fewer texels than one read per tap: the point of computing a run of outputs.
+    assert sep[0].bytes_modelled < (50 * 30 * 17 + 1500) * T
+
+
+@pytest.mark.parametrize(
+    ("taps", "block", "baked"),
+    [(1, 8, True), (33, 8, True), (65, 4, True), (66, 1, False), (513, 1, False)],
+)
+def test_line_pass_blocks_and_baking(taps, block, baked) -> None:
+    k = Kernel.parse(f"box:{taps}x1")
+    (rows, cols) = get_strategy("separable").passes(k, 0, 0.0, (100, 7), DEFAULT)
+    params = dict(rows.template)
+    assert params["block"] == line_block(taps) == block
+    assert (params["baked"] is not None) == baked == (taps <= BAKED_TAPS)
+    # Every output is covered: blocks × invocations span the image.
+    assert rows.workgroups[0] * params["wg_x"] * block >= 100
+    assert rows.workgroups[1] * params["wg_y"] >= 7
+    assert dict(cols.template)["taps"] == 1
+
+
+def test_tiled_blocks_and_padded_weights() -> None:
+    k = Kernel.parse(NON_SEP)
+    for tile, block in ((8, (2, 4)), (16, (2, 8)), (32, (2, 8))):
+        (p,) = get_strategy("tiled").passes(k, 0, 0.0, (70, 45), LAVAPIPE, tile=tile)
+        params = dict(p.template)
+        assert (params["block_h"], params["block_w"]) == block
+        assert (params["kh"], params["kw"]) == (3, 5)
+        assert p.workgroups == (math.ceil(70 / tile), math.ceil(45 / tile))
+        # (block_h - 1) zero rows above and below the kernel.
+        pad = (block[0] - 1) * 5
+        assert p.weights.shape == (15 + 2 * pad,)
+        assert not p.weights[:pad].any() and not p.weights[len(p.weights) - pad :].any()
+        np.testing.assert_array_equal(p.weights[pad : pad + 15], k.weights.ravel())
 
 
 def test_rank_two_refused_with_the_rank_and_alternatives() -> None:
@@ -80,11 +120,19 @@ def test_rank_two_refused_with_the_rank_and_alternatives() -> None:
 
 
 @pytest.mark.parametrize("limits", [DEFAULT, LAVAPIPE])
-@pytest.mark.parametrize("taps", [1, 2, 9, 49, 257, 513])
-def test_separable_workgroups_fit(limits, taps) -> None:
-    sw, sh = row_strip(taps, limits)
-    assert sw * sh <= limits.max_invocations
-    assert sh * (sw + taps - 1) * T <= limits.workgroup_storage
-    tw, th = column_tile(taps, limits)
-    assert tw * th <= limits.max_invocations
-    assert tw * (th + taps - 1) * T <= limits.workgroup_storage
+@pytest.mark.parametrize("spec", ["box:3", "gaussian:sigma=2", "box:33"])
+def test_workgroups_fit(limits, spec) -> None:
+    k = Kernel.parse(spec)
+    for name in ("direct", "tiled", "separable", "transpose"):
+        for p in get_strategy(name).passes(k, 0, 0.0, (64, 64), limits):
+            params = dict(p.template)
+            if "wg_x" in params:
+                wg = params["wg_x"] * params["wg_y"]
+            elif "block_w" in params:
+                wg = (params["tile"] // params["block_w"]) * (params["tile"] // params["block_h"])
+                halo = (params["tile"] + params["kw"] - 1) * (params["tile"] + params["kh"] - 1)
+                texel = T if params["layout"] == "vec4" else 4
+                assert halo * texel <= limits.workgroup_storage
+            else:
+                wg = params["tile"] * params["rows"]  # the transpose: TILE × ROWS
+            assert wg <= limits.max_invocations, (name, p.name)
