@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from blurapp.conv.pass_timer import PassTimer
 from blurapp.conv.spec import ConvSpec, check_array
 from blurapp.conv.tile_budget import TileBudget, plan_tile
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.timing import PassTiming, Timing
+from blurapp.gpu.timing import PassTimer
 
 if TYPE_CHECKING:
     from blurapp.core.planner import DeviceLimits
@@ -524,6 +524,7 @@ class ConvRunner:
         self._context = context
         self._pipelines: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
         self._lock = threading.Lock()
+        self._timer: PassTimer | None = None
 
     @property
     def context(self) -> GpuContext:
@@ -653,22 +654,17 @@ class ConvRunner:
     def _submit(
         self, device: Any, passes: list[_Pass], groups: list[Any]
     ) -> tuple[list[float], str]:
-        timer = PassTimer(device, len(passes), use_timestamps=self.context.has_timestamps)
+        if self._timer is None:
+            self._timer = PassTimer(device, 4, use_timestamps=self.context.has_timestamps)
+        timer = self._timer
         encoder = device.create_command_encoder()
         for i, (p, bind_group) in enumerate(zip(passes, groups, strict=True)):
-            writes = timer.writes(i)
-            cpass = (
-                encoder.begin_compute_pass(timestamp_writes=writes)
-                if writes
-                else encoder.begin_compute_pass()
-            )
+            cpass = encoder.begin_compute_pass(timestamp_writes=timer.writes(i))
             cpass.set_pipeline(p.pipeline)
             cpass.set_bind_group(0, bind_group)
             cpass.dispatch_workgroups(*p.workgroups)
             cpass.end()
-            if timer.timer == "wall":
-                timer.wall_pass(encoder.finish())
-                encoder = device.create_command_encoder()
+            encoder = timer.after_pass(encoder)
         timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
         return timer.read_ms(), timer.timer

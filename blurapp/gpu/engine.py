@@ -24,6 +24,7 @@ from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.device import GpuContext, get_device
 from blurapp.gpu.shaders import load_shader
 from blurapp.gpu.strategies import TEXEL_BYTES, PassSpec, get_strategy
+from blurapp.gpu.timing import PassTimer
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -196,9 +197,7 @@ class GpuFilter:
         self._weights_capacity = 0
         self._layout: Any = None
         self._pipeline_layout: Any = None
-        self._queries: tuple[Any, Any, Any] | None = None
-        self._period_ns: float | None = None
-        self._fence: tuple[Any, Any] | None = None
+        self._timer: PassTimer | None = None
         self.stats: Counter[str] = Counter()
 
     @property
@@ -335,38 +334,15 @@ class GpuFilter:
             commands.append((p, pipeline, bind_group))
 
         out_tex, _ = self._texture(res, "output", (width, height))
-        timed = ctx.has_timestamps
-        if timed:
-            query_set, resolve_buf, ts_read = self._timestamp_buffers()
+        timer = self._pass_timer()
         encoder = device.create_command_encoder()
-        pass_ms: list[float] = []
         for i, (p, pipeline, bind_group) in enumerate(commands):
-            writes = (
-                {
-                    "query_set": query_set,
-                    "beginning_of_pass_write_index": 2 * i,
-                    "end_of_pass_write_index": 2 * i + 1,
-                }
-                if timed
-                else None
-            )
-            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=writes)
+            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
             cpass.set_pipeline(pipeline)
             cpass.set_bind_group(0, bind_group)
             cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
             cpass.end()
-            if not timed:
-                # No timestamps: time each pass with the clock around its own submit-and-wait.
-                # Mapping a 4-byte buffer copied after the pass is the wait (wgpu-py 0.32's
-                # on_submitted_work_done does not work with its wgpu-native).
-                fence_src, fence_read = self._fence_buffers()
-                encoder.copy_buffer_to_buffer(fence_src, 0, fence_read, 0, 4)
-                t0 = time.perf_counter()
-                device.queue.submit([encoder.finish()])
-                fence_read.map_sync(wgpu.MapMode.READ)
-                pass_ms.append((time.perf_counter() - t0) * 1e3)
-                fence_read.unmap()
-                encoder = device.create_command_encoder()
+            encoder = timer.after_pass(encoder)
         encoder.copy_texture_to_buffer(
             {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
             {
@@ -377,10 +353,7 @@ class GpuFilter:
             },
             (width, height, 1),
         )
-        if timed:
-            n = 2 * len(passes)
-            encoder.resolve_query_set(query_set, 0, n, resolve_buf, 0)
-            encoder.copy_buffer_to_buffer(resolve_buf, 0, ts_read, 0, n * 8)
+        timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
 
         res.readback.map_sync(wgpu.MapMode.READ)
@@ -390,17 +363,7 @@ class GpuFilter:
             out = rows.reshape(height, width, 4)[:, :, :channels].copy()
         finally:
             res.readback.unmap()
-        if timed:
-            ts_read.map_sync(wgpu.MapMode.READ)
-            try:
-                ticks = np.frombuffer(ts_read.read_mapped(0, n * 8), dtype=np.uint64)
-            finally:
-                ts_read.unmap()
-            period = self._timestamp_period()
-            for i in range(len(passes)):
-                begin, end = int(ticks[2 * i]), int(ticks[2 * i + 1])
-                pass_ms.append(max(end - begin, 0) * period / 1e6)
-        return out, pass_ms, "gpu" if timed else "wall"
+        return out, timer.read_ms(), timer.timer
 
     # -- caches -------------------------------------------------------------------------------
 
@@ -538,45 +501,11 @@ class GpuFilter:
             self._pipelines[key] = pipeline
         return pipeline
 
-    def _timestamp_buffers(self) -> tuple[Any, Any, Any]:
-        import wgpu
-
-        if self._queries is None:
-            n = 2 * _MAX_PASSES
-            query_set = self.context.device.create_query_set(type="timestamp", count=n)
-            resolve = self._buffer(
-                n * 8, wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-            )
-            read = self._buffer(n * 8, wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-            self._queries = (query_set, resolve, read)
-        return self._queries
-
-    def _fence_buffers(self) -> tuple[Any, Any]:
-        import wgpu
-
-        if self._fence is None:
-            usage = wgpu.BufferUsage
-            self._fence = (
-                self._buffer(4, usage.COPY_SRC | usage.COPY_DST),
-                self._buffer(4, usage.MAP_READ | usage.COPY_DST),
-            )
-        return self._fence
-
-    def _timestamp_period(self) -> float:
-        """Nanoseconds per timestamp tick (the queue's timestamp period)."""
-        if self._period_ns is None:
-            queue = self.context.device.queue
-            getter = getattr(queue, "get_timestamp_period", None)
-            if getter is not None:
-                self._period_ns = float(getter())
-            else:
-                # wgpu-py 0.32 does not wrap it; the native call is wgpu-native's own.
-                from wgpu.backends.wgpu_native._ffi import lib
-
-                self._period_ns = float(lib.wgpuQueueGetTimestampPeriod(queue._internal))
-            if not self._period_ns > 0:
-                self._period_ns = 1.0
-        return self._period_ns
+    def _pass_timer(self) -> PassTimer:
+        if self._timer is None:
+            ctx = self.context
+            self._timer = PassTimer(ctx.device, _MAX_PASSES, use_timestamps=ctx.has_timestamps)
+        return self._timer
 
 
 _filter_lock = threading.Lock()

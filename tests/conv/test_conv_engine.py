@@ -168,3 +168,18 @@ def test_bias_shape_is_checked(conv_runner):
     x, wt, _ = random_layer(1, 3, 5, 5, 2, 3)
     with pytest.raises(UsageError, match="bias"):
         conv2d(x, wt, np.zeros(3), runner=conv_runner)
+
+
+def test_wall_clock_timing_without_timestamps(gpu):
+    import dataclasses
+
+    from blurapp.conv.engine import ConvRunner
+
+    runner = ConvRunner(dataclasses.replace(gpu, has_timestamps=False))
+    x, wt, b = random_layer(1, 4, 10, 12, 8, 3)
+    r = conv2d(x, wt, b, padding=1, strategy="im2col", runner=runner)
+    assert r.timing.timer == "wall"
+    assert [p.name for p in r.timing.passes] == ["im2col", "gemm"]
+    assert all(p.ms > 0 for p in r.timing.passes)
+    ref = conv2d_reference(x, wt, b, padding=1)
+    np.testing.assert_allclose(r.y, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
