@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QApplication
 
 from blurapp import __version__
+from blurapp.core.errors import BlurappError
 
 ORGANIZATION = "blurapp"
 APPLICATION = "blurapp"
@@ -26,6 +29,19 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     return app  # type: ignore[return-value]
 
 
+def check_screen(environ: Mapping[str, str] | None = None) -> None:
+    """Fail with one line, not Qt's abort, when a Linux session has no display server."""
+    env = os.environ if environ is None else environ
+    if not sys.platform.startswith("linux") or env.get("QT_QPA_PLATFORM"):
+        return
+    if not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        raise BlurappError(
+            "no screen to open the window on (DISPLAY and WAYLAND_DISPLAY are unset): run it "
+            "in a desktop session, or filter headlessly with "
+            "'blurapp apply IN -o OUT --kernel SPEC'"
+        )
+
+
 def run_gui(image_path: str | None) -> int:
     """Open the main window on ``image_path`` (the bundled sample when ``None``) and run it.
 
@@ -34,7 +50,11 @@ def run_gui(image_path: str | None) -> int:
 
     Returns:
         The event loop's exit code (0 on a normal quit).
+
+    Raises:
+        BlurappError: on Linux with no screen to open a window on (Qt would abort instead).
     """
+    check_screen()
     app = make_app()
     from blurapp.ui.main_window import MainWindow
 
