@@ -7,6 +7,7 @@ numpy reference (``cpu``) or to the GPU strategies, which are imported only when
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,21 +76,27 @@ def filter_float(
     tile: int | None = None,
     *,
     storage: str = "rgba32f",
+    convert: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, Timing, str, str]:
     """Filter a normalised float H×W×C image.
 
     Arguments:
-        x: float32 or float64 image, H×W×C with 1 to 4 channels, in normalised units.
+        x: float32 or float64 image, H×W×C with 1 to 4 channels, in normalised units; or,
+            with ``storage="rgba8"`` and a GPU strategy, uint8 pixels (meaning v / 255), uploaded
+            as they are.
         kernel: a :class:`Kernel` or a spec string.
         border: a :class:`Border` or a border name (``"mirror"``, ``"constant=0.5"``, ...).
         strategy: one of :data:`STRATEGIES`.
         tile: the tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
         storage: the GPU input texture's format, ``"rgba32f"``, ``"rgba16f"`` or ``"rgba8"``
             (x rounded to it on upload; accumulation stays f32). ``cpu`` ignores it.
+        convert: applied to the H×W×C float result before it is returned (for the GPU
+            strategies straight on the readback buffer, saving a float copy); see
+            :meth:`blurapp.gpu.engine.GpuFilter.run`.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
-        float32 for the GPU strategies.
+        float32 for the GPU strategies, or what ``convert`` made of it.
     """
     kernel = as_kernel(kernel)
     border = Border.parse(border)
@@ -102,16 +109,25 @@ def filter_float(
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile
     if strategy == "cpu":
+        if storage == "rgba8" and x.dtype == np.uint8:
+            x = to_float(x)  # the same v / 255 the rgba8unorm texture would hold
         start = time.perf_counter()
         result = correlate_float(x, kernel, border)
         ms = (time.perf_counter() - start) * 1e3
+        if convert is not None:
+            result = convert(result)
         pixels = int(x.shape[0] * x.shape[1])
         return result, Timing((PassTiming("reference", ms, 0),), "wall", pixels, ms), "cpu", reason
 
     from blurapp.gpu.engine import get_filter
 
-    x32 = np.ascontiguousarray(x, dtype=np.float32)
-    result, timing = get_filter().run(x32, kernel, border, strategy, tile=tile, storage=storage)
+    if storage == "rgba8" and x.dtype == np.uint8:
+        xs = x  # already what an rgba8unorm texture holds (v / 255): no float copy
+    else:
+        xs = np.ascontiguousarray(x, dtype=np.float32)
+    result, timing = get_filter().run(
+        xs, kernel, border, strategy, tile=tile, storage=storage, convert=convert
+    )
     return result, timing, strategy, reason
 
 

@@ -55,8 +55,12 @@ ALPHA_MODES = ("premultiply", "straight")
 _ALPHA_EPS = 1e-7
 
 #: Default bytes of images in flight in a batch (decoded, filtered or being encoded). One image
-#: is always let through, however big; 4K RGB photos take about 250 MB each.
-DEFAULT_MEMORY_BUDGET = 600 * 2**20
+#: is always let through, however big. An 8-bit 4K RGB photo on the GPU path counts 75 MB (its
+#: pixels in and out, and the encoder's buffers), so about three are in flight: enough to keep
+#: decoding, the GPU and encoding busy on two cores. The GPU's own textures and readback buffer
+#: (about 0.45 GB for 4K, in host memory on lavapipe) are made once per image size, not per
+#: image, and are not counted here.
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -214,12 +218,67 @@ def _float_dtype(settings: FilterSettings) -> type:
     return np.float64 if settings.strategy == "cpu" else np.float32
 
 
-def _filter(x: np.ndarray, settings: FilterSettings) -> tuple[np.ndarray, FilterOutcome]:
+def _uploads_stored(dtype: np.dtype, channels: int, settings: FilterSettings) -> bool:
+    """Whether stored pixels go to the GPU as they are: 8-bit pixels (v / 255) are exactly what
+    an rgba8unorm texture holds, so with nothing to do in float before the kernel (no --linear,
+    no alpha to premultiply) they are uploaded without a float copy, a quarter of the bytes."""
+    return (
+        dtype == np.uint8
+        and settings.strategy != "cpu"
+        and not settings.linear
+        and not (channels in (2, 4) and settings.alpha == "premultiply")
+    )
+
+
+def _quantiser(
+    settings: FilterSettings, channels: int, dtype: np.dtype, squeeze: bool
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """A function that makes the output pixels straight from the filter's float result (on the
+    GPU: from the readback buffer, with no float copy), when :func:`_finish` would do nothing
+    else than quantise; otherwise ``None``."""
+    if (
+        dtype.kind != "u"
+        or settings.range_mode != "clamp"
+        or settings.linear
+        or (channels in (2, 4) and settings.alpha == "premultiply")
+    ):
+        return None
+
+    def quantise(y: np.ndarray) -> np.ndarray:
+        if y.dtype == np.float32:
+            return _quantise_f32(y, dtype, squeeze)
+        return from_float(y, dtype, range_mode="clamp", squeeze=squeeze)
+
+    return quantise
+
+
+def _filter_input(
+    pixels: np.ndarray, settings: FilterSettings, float_dtype: type
+) -> tuple[np.ndarray, str]:
+    """The array handed to the filter and the GPU input texture's storage format."""
+    channels = 1 if pixels.ndim == 2 else int(pixels.shape[2])
+    if _uploads_stored(pixels.dtype, channels, settings):
+        return (pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]), "rgba8"
+    return _prepare(pixels, settings, float_dtype), "rgba32f"
+
+
+def _filter(
+    x: np.ndarray,
+    settings: FilterSettings,
+    storage: str = "rgba32f",
+    convert: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> tuple[np.ndarray, FilterOutcome]:
     from blurapp.engine import filter_float
 
     start = time.perf_counter()
     y, timing, ran, reason = filter_float(
-        x, settings.kernel, settings.border, settings.strategy, settings.tile
+        x,
+        settings.kernel,
+        settings.border,
+        settings.strategy,
+        settings.tile,
+        storage=storage,
+        convert=convert,
     )
     wall_ms = (time.perf_counter() - start) * 1e3
     return y, FilterOutcome(
@@ -240,10 +299,15 @@ def filter_pixels(
     Returns:
         ``(pixels, outcome)``: the filtered image, H×W for an H×W input.
     """
-    x = _prepare(pixels, settings, _float_dtype(settings))
-    y, outcome = _filter(x, settings)
     out_dtype = np.dtype(dtype) if dtype is not None else pixels.dtype
-    return _finish(y, pixels, settings, out_dtype, pixels.ndim == 2), outcome
+    squeeze = pixels.ndim == 2
+    channels = 1 if squeeze else int(pixels.shape[2])
+    x, storage = _filter_input(pixels, settings, _float_dtype(settings))
+    convert = _quantiser(settings, channels, out_dtype, squeeze)
+    y, outcome = _filter(x, settings, storage, convert)
+    if convert is not None:
+        return y, outcome
+    return _finish(y, pixels, settings, out_dtype, squeeze), outcome
 
 
 def process_file(
@@ -352,7 +416,9 @@ class _Item:
     image: ImageData  # pixels kept only until filtered (needed for invisible pixels' colour)
     reserved: int
     x: np.ndarray | None = None
+    storage: str = "rgba32f"
     y: np.ndarray | None = None
+    final: bool = False  # y is already the output's pixels (quantised by the filter stage)
     outcome: FilterOutcome | None = None
 
 
@@ -367,11 +433,32 @@ class BatchInterrupted(KeyboardInterrupt):
         self.records = records
 
 
-def _estimate_bytes(width: int, height: int, channels: int, itemsize: int, float_size: int) -> int:
-    """Bytes one image holds at its worst moment in the pipeline: stored pixels, the float
-    input, the filter's float output, and the encoded pixels."""
+def _estimate_bytes(
+    width: int,
+    height: int,
+    channels: int,
+    itemsize: int,
+    float_size: int,
+    *,
+    stored: bool = False,
+    quantised: bool = False,
+) -> int:
+    """Bytes one image holds at its worst moment in the pipeline.
+
+    Arguments:
+        width, height, channels, itemsize: the stored image.
+        float_size: bytes of the filter's floats.
+        stored: the stored pixels are uploaded as they are (no float input).
+        quantised: the filter stage makes the output pixels (no float result is kept).
+    """
     samples = width * height * max(channels, 1)
-    return samples * (2 * itemsize + 2 * float_size + 8)
+    per_sample = 2 * itemsize  # stored pixels and the output's pixels
+    per_sample += itemsize  # the encoder's buffers (the compressed file is at most about this)
+    if not stored:
+        per_sample += float_size  # the float input
+    if not quantised:
+        per_sample += 4 + 8  # the float result and from_float's float64 work array
+    return samples * per_sample
 
 
 def run_pipeline(
@@ -398,8 +485,9 @@ def run_pipeline(
     stop = stop or threading.Event()
     budget = MemoryBudget(memory_budget)
     records = [FileRecord(str(j.input), str(j.output)) for j in jobs]
-    filter_q: queue.Queue[object] = queue.Queue()
-    encode_q: queue.Queue[object] = queue.Queue()
+    # Bounded hand-overs as well as the byte budget: a stage that runs ahead waits.
+    filter_q: queue.Queue[object] = queue.Queue(maxsize=max(1, workers))
+    encode_q: queue.Queue[object] = queue.Queue(maxsize=max(1, workers))
     next_job = iter(range(len(jobs)))
     job_lock = threading.Lock()
     done_lock = threading.Lock()
@@ -426,8 +514,15 @@ def run_pipeline(
             try:
                 info = probe_image(job.input)
                 record.width, record.height = info.width, info.height
+                out_dtype = output_dtype(info.dtype, job.format)
                 reserved = _estimate_bytes(
-                    info.width, info.height, info.channels, info.dtype.itemsize, float_size
+                    info.width,
+                    info.height,
+                    info.channels,
+                    info.dtype.itemsize,
+                    float_size,
+                    stored=_uploads_stored(info.dtype, info.channels, settings),
+                    quantised=_quantiser(settings, info.channels, out_dtype, False) is not None,
                 )
                 reserved = min(reserved, memory_budget)
                 if info.pixels > encode.max_pixels:
@@ -437,7 +532,7 @@ def run_pipeline(
                 image = read_image(job.input, max_pixels=encode.max_pixels)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
                 item = _Item(job, record, image, reserved)
-                item.x = _prepare(image.pixels, settings, float_dtype)
+                item.x, item.storage = _filter_input(image.pixels, settings, float_dtype)
                 filter_q.put(item)
             except BlurappError as err:
                 budget.release(reserved)
@@ -446,7 +541,20 @@ def run_pipeline(
                 budget.release(reserved)
                 finish_record(record, "failed", f"{type(err).__name__}: {err}")
 
+    def warm_up() -> None:
+        # Create the device and compile the pipelines on a tiny image while the first files
+        # decode. The plan does not depend on the image size; a failure here (no adapter) is
+        # reported by the files themselves.
+        if settings.strategy == "cpu":
+            return
+        try:
+            _filter(np.zeros((8, 8, 3), np.uint8), settings, "rgba8")
+        except Exception:  # each file reports the same error on its own
+            return
+
     def filterer() -> None:
+        warm_up()
+        shape: tuple[int, int] | None = None
         while True:
             item = filter_q.get()
             if item is _DONE:
@@ -457,7 +565,18 @@ def run_pipeline(
                 continue
             try:
                 assert item.x is not None
-                item.y, item.outcome = _filter(item.x, settings)
+                src = item.image.pixels
+                if shape is not None and src.shape[:2] != shape and settings.strategy != "cpu":
+                    # The GPU keeps textures per image size; one size at a time bounds memory.
+                    from blurapp.gpu.engine import get_filter
+
+                    get_filter().clear()
+                shape = src.shape[:2]
+                out_dtype = output_dtype(src.dtype, item.job.format)
+                channels = 1 if src.ndim == 2 else int(src.shape[2])
+                convert = _quantiser(settings, channels, out_dtype, src.ndim == 2)
+                item.y, item.outcome = _filter(item.x, settings, item.storage, convert)
+                item.final = convert is not None
                 item.x = None
                 encode_q.put(item)
             except Exception as err:
@@ -477,7 +596,10 @@ def run_pipeline(
                 assert item.y is not None and item.outcome is not None
                 src = item.image.pixels
                 out_dtype = output_dtype(src.dtype, item.job.format)
-                pixels = _finish(item.y, src, settings, out_dtype, src.ndim == 2)
+                if item.final:
+                    pixels = item.y
+                else:
+                    pixels = _finish(item.y, src, settings, out_dtype, src.ndim == 2)
                 item.y = None
                 _write(item.job.output, item.job.format, with_pixels(item.image, pixels), encode)
                 timing = item.outcome.timing

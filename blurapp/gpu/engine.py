@@ -12,6 +12,7 @@ import struct
 import threading
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -218,6 +219,7 @@ class GpuFilter:
         *,
         tile: int | None = None,
         storage: str = "rgba32f",
+        convert: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, Timing]:
         """Correlate ``x`` with ``kernel`` on the GPU.
 
@@ -232,10 +234,15 @@ class GpuFilter:
                 ``"rgba16f"`` (rgba16float: x rounded to half precision) or ``"rgba8"``
                 (rgba8unorm: x clamped to [0, 1] and rounded to 1/255). The shaders accumulate
                 in f32 either way; see :func:`to_storage`.
+            convert: called with the float32 H×W×C result as a read-only view of the mapped
+                readback buffer (valid only during the call); what it returns is the result,
+                as returned (an H×W input is not squeezed then).
+                Lets a caller quantise straight from the buffer without a float copy. The
+                default copies the view.
 
         Returns:
-            The float32 result with ``x``'s shape, and its :class:`Timing` (``timer`` is
-            ``"gpu"`` when the adapter records timestamps, else ``"wall"``).
+            The float32 result (or ``convert``'s) with ``x``'s shape, and its :class:`Timing`
+            (``timer`` is ``"gpu"`` when the adapter records timestamps, else ``"wall"``).
 
         Raises:
             StrategyError: unknown strategy, or one that cannot run this kernel or tile.
@@ -259,8 +266,8 @@ class GpuFilter:
             kernel, border.mode.value, border.value, (width, height), ctx.limits, tile, channels
         )
         with self._lock:
-            out, pass_ms, timer = self._execute(x, passes, fmt, texel)
-        result = out[:, :, 0] if squeeze else out
+            out, pass_ms, timer = self._execute(x, passes, fmt, texel, convert)
+        result = out[:, :, 0] if squeeze and convert is None else out
         timing = Timing(
             passes=tuple(
                 PassTiming(p.name, ms, _pass_bytes(p, texel))
@@ -294,7 +301,12 @@ class GpuFilter:
     # -- execution --------------------------------------------------------------------------
 
     def _execute(
-        self, x: np.ndarray, passes: tuple[PassSpec, ...], fmt: str, texel: int
+        self,
+        x: np.ndarray,
+        passes: tuple[PassSpec, ...],
+        fmt: str,
+        texel: int,
+        convert: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> tuple[np.ndarray, list[float], str]:
         import wgpu
 
@@ -360,7 +372,8 @@ class GpuFilter:
         try:
             raw = np.frombuffer(res.readback.read_mapped(copy=False), dtype=np.float32)
             rows = raw.reshape(height, res.row_bytes // 4)[:, : width * 4]
-            out = rows.reshape(height, width, 4)[:, :, :channels].copy()
+            view = rows.reshape(height, width, 4)[:, :, :channels]
+            out = view.copy() if convert is None else convert(view)
         finally:
             res.readback.unmap()
         return out, timer.read_ms(), timer.timer

@@ -136,3 +136,64 @@ def test_pillow_reads_what_we_write() -> None:
     buf = io.BytesIO()
     Image.fromarray(np.full((2, 2, 3), 7, np.uint8)).save(buf, format="BMP")
     assert buf.getvalue()[:2] == b"BM"
+
+
+# ------------------------------------------------------------------ PNG speed paths (issue 4)
+
+
+@pytest.mark.parametrize(
+    "pixels",
+    [
+        np.random.default_rng(0).integers(0, 256, (19, 23, 3)).astype(np.uint8),
+        np.random.default_rng(1).integers(0, 256, (19, 23, 4)).astype(np.uint8),
+        np.random.default_rng(2).integers(0, 256, (19, 23)).astype(np.uint8),
+        np.random.default_rng(3).integers(0, 256, (19, 23, 2)).astype(np.uint8),
+        np.random.default_rng(4).integers(0, 65536, (19, 23, 4)).astype(np.uint16),
+        np.random.default_rng(5).integers(0, 65536, (1, 1)).astype(np.uint16),
+    ],
+    ids=["rgb8", "rgba8", "grey8", "la8", "rgba16", "grey16-1x1"],
+)
+@pytest.mark.parametrize("level", [0, 1, 6, 7, 9])
+def test_png_every_level_round_trips_exactly(tmp_path: Path, pixels: np.ndarray, level) -> None:
+    write_image(tmp_path / "a.png", pixels, compress_level=level)
+    np.testing.assert_array_equal(read_image(tmp_path / "a.png").pixels, pixels)
+    with Image.open(tmp_path / "a.png") as im:  # and Pillow agrees (8-bit)
+        im.verify()
+    if pixels.dtype == np.uint8:
+        np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "a.png")), pixels)
+
+
+def test_png_compress_level_is_honoured(tmp_path: Path) -> None:
+    """0 stores, 1..6 are the fast photographic encoding, 7..9 the thorough one."""
+    yy, xx = np.mgrid[0:96, 0:128]
+    smooth = np.stack([xx * 2, yy * 2, (xx + yy)], axis=2).astype(np.uint8)
+    sizes = {}
+    for level in (0, 1, 6, 9):
+        write_image(tmp_path / f"l{level}.png", smooth, compress_level=level)
+        sizes[level] = (tmp_path / f"l{level}.png").stat().st_size
+    assert sizes[0] > smooth.nbytes  # stored: every byte plus the row filter bytes
+    assert sizes[6] < sizes[0] // 4 and sizes[9] < sizes[0] // 4
+    assert (tmp_path / "l6.png").read_bytes() != (tmp_path / "l9.png").read_bytes()
+
+
+def test_png_fast_decoder_leaves_palettes_and_colour_keys_to_pillow(tmp_path: Path) -> None:
+    from blurapp.core.imageio import _libpng_decodes
+
+    rgb = np.random.default_rng(6).integers(0, 256, (6, 7, 3)).astype(np.uint8)
+    Image.fromarray(rgb).save(tmp_path / "rgb.png")
+    assert _libpng_decodes(tmp_path / "rgb.png")
+    Image.fromarray(rgb).convert("P").save(tmp_path / "pal.png")
+    assert not _libpng_decodes(tmp_path / "pal.png")
+    Image.fromarray(rgb).save(tmp_path / "key.png", transparency=tuple(int(v) for v in rgb[0, 0]))
+    assert not _libpng_decodes(tmp_path / "key.png")
+    Image.fromarray(rgb[:, :, 0] > 100).save(tmp_path / "bits.png")  # 1-bit grey
+    assert not _libpng_decodes(tmp_path / "bits.png")
+    for name in ("rgb", "pal", "key", "bits"):
+        with Image.open(tmp_path / f"{name}.png") as im:
+            want = np.asarray(im.convert("RGBA" if name == "key" else im.mode))
+        got = read_image(tmp_path / f"{name}.png").pixels
+        if name == "pal":
+            want = np.asarray(Image.open(tmp_path / "pal.png").convert("RGB"))
+        if name == "bits":
+            want = want.astype(np.uint8) * 255
+        np.testing.assert_array_equal(got, want)

@@ -152,3 +152,105 @@ def test_progress_line() -> None:
     line = progress.line(progress.start + 1.0)
     assert "1/4 files" in line and "2.0 Mpix/s" in line and "ETA 0:03" in line
     assert format_duration(3725) == "1:02:05"
+
+
+# ------------------------------------------------------------------ fast paths (issue 4)
+
+
+def test_which_inputs_are_uploaded_as_stored() -> None:
+    from blurapp.batch.pipeline import _filter_input, _quantiser
+
+    auto = FilterSettings.create("gaussian:sigma=1")
+    rgb8 = np.zeros((4, 5, 3), np.uint8)
+    x, storage = _filter_input(rgb8, auto, np.float32)
+    assert storage == "rgba8" and x.dtype == np.uint8 and x.shape == (4, 5, 3)
+    x, storage = _filter_input(rgb8[:, :, 0], auto, np.float32)  # grey: H×W×1, same bytes
+    assert storage == "rgba8" and x.shape == (4, 5, 1)
+    # Anything that needs float work before the kernel goes as floats.
+    rgba8 = np.zeros((4, 5, 4), np.uint8)
+    assert _filter_input(rgba8, auto, np.float32)[1] == "rgba32f"  # premultiplied
+    straight = FilterSettings.create("gaussian:sigma=1", alpha="straight")
+    assert _filter_input(rgba8, straight, np.float32)[1] == "rgba8"
+    linear = FilterSettings.create("gaussian:sigma=1", linear=True)
+    assert _filter_input(rgb8, linear, np.float32)[1] == "rgba32f"
+    assert _filter_input(rgb8.astype(np.uint16), auto, np.float32)[1] == "rgba32f"
+    cpu = FilterSettings.create("gaussian:sigma=1", strategy="cpu")
+    assert _filter_input(rgb8, cpu, np.float64)[1] == "rgba32f"
+    # Quantised in the filter stage only where _finish would only quantise.
+    assert _quantiser(auto, 3, np.dtype(np.uint8), False) is not None
+    assert _quantiser(auto, 4, np.dtype(np.uint8), False) is None  # un-premultiply first
+    assert _quantiser(auto, 3, np.dtype(np.float32), False) is None
+    signed = FilterSettings.create("sobel:x", range_mode="abs")
+    assert _quantiser(signed, 3, np.dtype(np.uint8), False) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 3), (37, 53, 3), (20, 31), (16, 9, 4), (5, 7, 2)])
+@pytest.mark.parametrize("strategy", ["separable", "tiled", "auto"])
+def test_rgba8_upload_matches_the_reference(gpu, shape, strategy) -> None:
+    """8-bit pixels uploaded as stored, quantised from the readback: within 1 level of the
+    float64 reference (the GPU's f32 sums may land on the other side of a .5)."""
+    image = np.random.default_rng(sum(shape)).integers(0, 256, shape).astype(np.uint8)
+    settings = FilterSettings.create("gaussian:sigma=2", "mirror", strategy, alpha="straight")
+    got, outcome = filter_pixels(image, settings)
+    want = correlate(image, "gaussian:sigma=2", "mirror")
+    assert got.shape == image.shape and got.dtype == np.uint8
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    assert outcome.strategy != "cpu"
+
+
+@pytest.mark.gpu
+def test_engine_takes_uint8_for_rgba8_and_converts_in_place(gpu) -> None:
+    from blurapp.core.numbers import to_float
+    from blurapp.engine import filter_float
+
+    image = np.random.default_rng(3).integers(0, 256, (23, 41, 3)).astype(np.uint8)
+    floats, *_ = filter_float(to_float(image, np.float32), "box:5", "clamp", "separable")
+    stored, *_ = filter_float(image, "box:5", "clamp", "separable", storage="rgba8")
+    np.testing.assert_allclose(stored, floats, atol=1e-6)
+    seen = []
+
+    def convert(y: np.ndarray) -> np.ndarray:
+        seen.append((y.dtype, y.shape))
+        return (y * 2).astype(np.float64)
+
+    doubled, *_ = filter_float(image, "box:5", "clamp", "separable", storage="rgba8",
+                               convert=convert)  # fmt: skip
+    assert seen == [(np.float32, (23, 41, 3))] and doubled.dtype == np.float64
+    np.testing.assert_allclose(doubled, 2 * floats, atol=1e-6)
+    # cpu with a uint8 rgba8 input means v / 255 too, and applies convert.
+    ref, *_ = filter_float(image, "box:5", "clamp", "cpu", storage="rgba8", convert=np.negative)
+    np.testing.assert_allclose(ref, -floats, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_many_files_with_a_tiny_budget_all_come_through(gpu, tmp_path: Path) -> None:
+    """One image at a time in flight (budget of 1 byte), sizes changing between files (the GPU's
+    per-size textures are dropped), uint8 and uint16, 3 and 4 channels: every file written and
+    equal to the reference within a level."""
+    rng = np.random.default_rng(5)
+    jobs, images = [], []
+    for i in range(12):
+        shape = (20 + i % 3, 17 + i % 2, 3 + i % 2)
+        dtype = np.uint16 if i % 5 == 0 else np.uint8
+        image = rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
+        np.save(tmp_path / f"i{i:02d}.npy", image)
+        images.append(image)
+        jobs.append(Job(tmp_path / f"i{i:02d}.npy", tmp_path / f"o{i:02d}.npy", "npy"))
+    settings = FilterSettings.create("gaussian:sigma=1.5", "reflect", alpha="straight")
+    records = run_pipeline(jobs, settings, EncodeSettings(), workers=2, memory_budget=1)
+    assert [r.status for r in records] == ["ok"] * 12
+    for i, image in enumerate(images):
+        got = np.load(tmp_path / f"o{i:02d}.npy")
+        want = correlate(image, "gaussian:sigma=1.5", "reflect")
+        assert got.dtype == image.dtype
+        assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 1
+
+
+def test_estimate_counts_what_each_path_holds() -> None:
+    from blurapp.batch.pipeline import _estimate_bytes
+
+    float_path = _estimate_bytes(3840, 2160, 3, 1, 4)
+    fast = _estimate_bytes(3840, 2160, 3, 1, 4, stored=True, quantised=True)
+    assert fast == 3840 * 2160 * 3 * 3  # in, out and the encoder's buffers: 75 MB
+    assert float_path > 5 * fast
