@@ -29,10 +29,12 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QLabel,
     QMainWindow,
     QMessageBox,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -214,8 +216,14 @@ class MainWindow(QMainWindow):
         sl.addWidget(kernel_box)
         sl.addWidget(run_box)
         sl.addWidget(self.kernel_tabs, 1)
+        # On a short screen the designer scrolls instead of squeezing its charts together.
+        side_scroll = QScrollArea()
+        side_scroll.setWidget(side)
+        side_scroll.setWidgetResizable(True)
+        side_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        side_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.kernel_dock = QDockWidget("Kernel designer", self, objectName="kernelDock")
-        self.kernel_dock.setWidget(side)
+        self.kernel_dock.setWidget(side_scroll)
         self.kernel_dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
@@ -343,9 +351,17 @@ class MainWindow(QMainWindow):
         if isinstance(geometry, QByteArray) and not geometry.isEmpty():
             self.restoreGeometry(geometry)
         else:
-            self.resize(1440, 920)
-            self.resizeDocks([self.kernel_dock], [440], Qt.Orientation.Horizontal)
-            self.resizeDocks([self.timing_dock], [230], Qt.Orientation.Vertical)
+            # First start: 1440×920, but never larger than 90 % of the screen (a laptop's
+            # 1366×768 must show the whole window), the docks scaled alike.
+            width, height = 1440, 920
+            screen = self.screen() or QApplication.primaryScreen()
+            if screen is not None:
+                available = screen.availableGeometry()
+                width = min(width, int(available.width() * 0.9))
+                height = min(height, int(available.height() * 0.9))
+            self.resize(width, height)
+            self.resizeDocks([self.kernel_dock], [width * 440 // 1440], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.timing_dock], [height * 230 // 920], Qt.Orientation.Vertical)
         state = s.value("window/state")
         if isinstance(state, QByteArray) and not state.isEmpty():
             self.restoreState(state)
