@@ -23,6 +23,7 @@ from blurapp.core.timing import PassTiming, Timing
 STRATEGIES = ("auto", "direct", "tiled", "separable", "transpose", "cpu")
 GPU_STRATEGIES = ("direct", "tiled", "separable", "transpose")
 RANK1_STRATEGIES = ("separable", "transpose")
+OUTPUTS = ("rgba32f", "rgba8")  # filter_float's result formats (float32/64, or uint8)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ def filter_float(
     *,
     storage: str = "rgba32f",
     convert: Callable[[np.ndarray], np.ndarray] | None = None,
+    output: str = "rgba32f",
 ) -> tuple[np.ndarray, Timing, str, str]:
     """Filter a normalised float H×W×C image.
 
@@ -93,11 +95,18 @@ def filter_float(
         convert: applied to the H×W×C float result before it is returned (for the GPU
             strategies straight on the readback buffer, saving a float copy); see
             :meth:`blurapp.gpu.engine.GpuFilter.run`.
+        output: ``"rgba32f"`` (float results, the default) or ``"rgba8"``: uint8 results,
+            clamped to [0, 1] and rounded to nearest (on the GPU by its rgba8unorm output
+            texture, a quarter of the memory; ``cpu`` quantises its float64 result the same
+            way). ``convert`` then receives the uint8 pixels.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
-        float32 for the GPU strategies, or what ``convert`` made of it.
+        float32 for the GPU strategies (uint8 for ``output="rgba8"``), or what ``convert``
+        made of it.
     """
+    if output not in OUTPUTS:
+        raise UsageError(f"unknown output format {output!r}; choose one of {', '.join(OUTPUTS)}")
     kernel = as_kernel(kernel)
     border = Border.parse(border)
     problem = why_not(strategy, kernel)
@@ -114,6 +123,8 @@ def filter_float(
         start = time.perf_counter()
         result = correlate_float(x, kernel, border)
         ms = (time.perf_counter() - start) * 1e3
+        if output == "rgba8":
+            result = from_float(result, np.uint8, range_mode="clamp", squeeze=False)
         if convert is not None:
             result = convert(result)
         pixels = int(x.shape[0] * x.shape[1])
@@ -126,7 +137,7 @@ def filter_float(
     else:
         xs = np.ascontiguousarray(x, dtype=np.float32)
     result, timing = get_filter().run(
-        xs, kernel, border, strategy, tile=tile, storage=storage, convert=convert
+        xs, kernel, border, strategy, tile=tile, storage=storage, convert=convert, output=output
     )
     return result, timing, strategy, reason
 

@@ -13,7 +13,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;
-@group(0) @binding(1) var dst: texture_storage_2d<rgba32float, write>;
+// dst_format: rgba32float, or rgba8unorm for the last pass when the caller wants 8-bit output
+// (the store rounds to nearest and clamps to [0, 1]); intermediates always stay rgba32float.
+@group(0) @binding(1) var dst: texture_storage_2d<{$ dst_format | default("rgba32float") $}, write>;
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
 @group(0) @binding(3) var<uniform> params: Params;
 

@@ -58,8 +58,8 @@ _ALPHA_EPS = 1e-7
 #: is always let through, however big. An 8-bit 4K RGB photo on the GPU path counts 75 MB (its
 #: pixels in and out, and the encoder's buffers), so about three are in flight: enough to keep
 #: decoding, the GPU and encoding busy on two cores. The GPU's own textures and readback buffer
-#: (about 0.45 GB for 4K, in host memory on lavapipe) are made once per image size, not per
-#: image, and are not counted here.
+#: (about 0.27 GB for a 4K 8-bit output, which reads back rgba8; 0.47 GB for float results; in
+#: host memory on lavapipe) are made once per image size, not per image, and are not counted.
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 
@@ -245,11 +245,21 @@ def _quantiser(
         return None
 
     def quantise(y: np.ndarray) -> np.ndarray:
+        if y.dtype == np.uint8:  # already quantised (output="rgba8"); y may view the GPU buffer
+            return np.array(y[:, :, 0] if squeeze else y)
         if y.dtype == np.float32:
             return _quantise_f32(y, dtype, squeeze)
         return from_float(y, dtype, range_mode="clamp", squeeze=squeeze)
 
     return quantise
+
+
+def _filter_output(convert: Callable[[np.ndarray], np.ndarray] | None, dtype: np.dtype) -> str:
+    """The filter's output format: ``"rgba8"`` when the output is 8-bit and only needs clamping
+    and rounding (``convert``, from :func:`_quantiser`, is set): the GPU's rgba8unorm output
+    texture does just that (clamp to [0, 1], round to nearest) in a quarter of the memory of the
+    float output texture and readback buffer. ``"rgba32f"`` otherwise."""
+    return "rgba8" if convert is not None and dtype == np.uint8 else "rgba32f"
 
 
 def _filter_input(
@@ -267,6 +277,7 @@ def _filter(
     settings: FilterSettings,
     storage: str = "rgba32f",
     convert: Callable[[np.ndarray], np.ndarray] | None = None,
+    output: str = "rgba32f",
 ) -> tuple[np.ndarray, FilterOutcome]:
     from blurapp.engine import filter_float
 
@@ -279,6 +290,7 @@ def _filter(
         settings.tile,
         storage=storage,
         convert=convert,
+        output=output,
     )
     wall_ms = (time.perf_counter() - start) * 1e3
     return y, FilterOutcome(
@@ -304,7 +316,7 @@ def filter_pixels(
     channels = 1 if squeeze else int(pixels.shape[2])
     x, storage = _filter_input(pixels, settings, _float_dtype(settings))
     convert = _quantiser(settings, channels, out_dtype, squeeze)
-    y, outcome = _filter(x, settings, storage, convert)
+    y, outcome = _filter(x, settings, storage, convert, _filter_output(convert, out_dtype))
     if convert is not None:
         return y, outcome
     return _finish(y, pixels, settings, out_dtype, squeeze), outcome
@@ -548,7 +560,11 @@ def run_pipeline(
         if settings.strategy == "cpu":
             return
         try:
-            _filter(np.zeros((8, 8, 3), np.uint8), settings, "rgba8")
+            # As an 8-bit RGB file would run: the same pipelines (input and output formats).
+            u8 = np.dtype(np.uint8)
+            convert = _quantiser(settings, 3, u8, False)
+            output = _filter_output(convert, u8)
+            _filter(np.zeros((8, 8, 3), np.uint8), settings, "rgba8", convert, output)
         except Exception:  # each file reports the same error on its own
             return
 
@@ -575,7 +591,8 @@ def run_pipeline(
                 out_dtype = output_dtype(src.dtype, item.job.format)
                 channels = 1 if src.ndim == 2 else int(src.shape[2])
                 convert = _quantiser(settings, channels, out_dtype, src.ndim == 2)
-                item.y, item.outcome = _filter(item.x, settings, item.storage, convert)
+                output = _filter_output(convert, out_dtype)
+                item.y, item.outcome = _filter(item.x, settings, item.storage, convert, output)
                 item.final = convert is not None
                 item.x = None
                 encode_q.put(item)

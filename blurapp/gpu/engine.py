@@ -24,17 +24,30 @@ from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.device import GpuContext, get_device
 from blurapp.gpu.shaders import load_shader
-from blurapp.gpu.strategies import TEXEL_BYTES, PassSpec, get_strategy
+from blurapp.gpu.strategies import (
+    OUTPUT_FORMATS,
+    TEXEL_BYTES,
+    PassSpec,
+    get_strategy,
+    with_output,
+)
 from blurapp.gpu.timing import PassTimer
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
 
-__all__ = ["STORAGE_FORMATS", "GpuFilter", "get_filter", "modelled_bytes", "to_storage"]
+__all__ = [
+    "OUTPUT_FORMATS",
+    "STORAGE_FORMATS",
+    "GpuFilter",
+    "get_filter",
+    "modelled_bytes",
+    "to_storage",
+]
 
 # --format/storage name -> (WebGPU texture format of the input, numpy dtype, bytes per texel).
 # The shaders read every one of them as vec4<f32> and accumulate in f32; only the input texture
-# is narrower (intermediates and the output stay rgba32float).
+# is narrower (intermediates stay rgba32float; the output too unless OUTPUT_FORMATS says rgba8).
 STORAGE_FORMATS: dict[str, tuple[str, type, int]] = {
     "rgba8": ("rgba8unorm", np.uint8, 4),
     "rgba16f": ("rgba16float", np.float16, 8),
@@ -64,10 +77,10 @@ class _ShapeResources:
     height: int
     textures: dict[tuple[str, int, int, str], tuple[Any, Any]] = field(default_factory=dict)
     uniforms: dict[tuple[str, int], Any] = field(default_factory=dict)
-    bind_groups: dict[tuple[str, int, str], Any] = field(default_factory=dict)
+    bind_groups: dict[tuple[str, int, str, str], Any] = field(default_factory=dict)
     staging: dict[str, np.ndarray] = field(default_factory=dict)
-    readback: Any = None
-    row_bytes: int = 0
+    # output format -> (mappable buffer, padded bytes per row), made on first use of the format
+    readbacks: dict[str, tuple[Any, int]] = field(default_factory=dict)
 
 
 def _check_storage(storage: str) -> tuple[str, type, int]:
@@ -77,6 +90,20 @@ def _check_storage(storage: str) -> tuple[str, type, int]:
         raise UsageError(
             f"unknown storage format {storage!r}; choose one of {', '.join(STORAGE_FORMATS)}"
         ) from None
+
+
+def _check_output(output: str) -> tuple[str, int]:
+    try:
+        return OUTPUT_FORMATS[output]
+    except (KeyError, TypeError):
+        raise UsageError(
+            f"unknown output format {output!r}; choose one of {', '.join(OUTPUT_FORMATS)}"
+        ) from None
+
+
+def _dst_format(p: PassSpec) -> str:
+    """The texture format pass ``p`` writes (its ``dst_format`` template parameter)."""
+    return dict(p.template).get("dst_format", "rgba32float")
 
 
 def to_storage(x: np.ndarray, storage: str) -> np.ndarray:
@@ -141,7 +168,8 @@ def _pass_bytes(p: PassSpec, input_texel_bytes: int) -> int:
     """``p.bytes_modelled`` with the reads of the input texture at its storage format's size."""
     if p.src != "input" or input_texel_bytes == TEXEL_BYTES:
         return p.bytes_modelled
-    written = p.out_size[0] * p.out_size[1] * TEXEL_BYTES  # every pass writes its whole output
+    dst_texel = 4 if _dst_format(p) == "rgba8unorm" else TEXEL_BYTES
+    written = p.out_size[0] * p.out_size[1] * dst_texel  # every pass writes its whole output
     return (p.bytes_modelled - written) * input_texel_bytes // TEXEL_BYTES + written
 
 
@@ -153,13 +181,14 @@ def modelled_bytes(
     tile: int | None = None,
     limits: DeviceLimits | None = None,
     storage: str = "rgba32f",
+    output: str = "rgba32f",
 ) -> dict[str, int]:
     """Global-memory bytes each pass of ``strategy`` is modelled to read and write, without running.
 
     The model counts 16 bytes per rgba32float texel read or written (4 or 8 for reads of an
-    rgba8 or rgba16f input), halo loads included (direct: rows×cols reads per output; tiled: the
-    halo once per tile; separable: each invocation's run of outputs with its 1-D halo;
-    transpose: one read and one write per texel).
+    rgba8 or rgba16f input, 4 for writes of an rgba8 output), halo loads included (direct:
+    rows×cols reads per output; tiled: the halo once per tile; separable: each invocation's run
+    of outputs with its 1-D halo; transpose: one read and one write per texel).
 
     Arguments:
         strategy: a GPU strategy name.
@@ -168,6 +197,7 @@ def modelled_bytes(
         tile: tile side for ``tiled`` (the planner's choice when ``None``).
         limits: the device limits (WebGPU's defaults when ``None``).
         storage: the input texture's storage format (``STORAGE_FORMATS``).
+        output: the output texture's format (``OUTPUT_FORMATS``).
 
     Returns:
         ``{pass name: bytes}`` in pass order.
@@ -175,9 +205,11 @@ def modelled_bytes(
     if limits is None:
         limits = DeviceLimits()
     _, _, texel = _check_storage(storage)
+    _check_output(output)
     height, width = int(shape[0]), int(shape[1])
     channels = int(shape[2]) if len(shape) > 2 else 4
     passes = get_strategy(strategy).passes(kernel, 0, 0.0, (width, height), limits, tile, channels)
+    passes = with_output(passes, output)
     return {p.name: _pass_bytes(p, texel) for p in passes}
 
 
@@ -196,8 +228,9 @@ class GpuFilter:
         self._shapes: OrderedDict[tuple[int, int], _ShapeResources] = OrderedDict()
         self._weights: list[Any] = []
         self._weights_capacity = 0
-        self._layout: Any = None
-        self._pipeline_layout: Any = None
+        # dst texture format -> (bind group layout, pipeline layout): the storage texture's
+        # format is part of the layout.
+        self._layouts: dict[str, tuple[Any, Any]] = {}
         self._timer: PassTimer | None = None
         self.stats: Counter[str] = Counter()
 
@@ -220,6 +253,7 @@ class GpuFilter:
         tile: int | None = None,
         storage: str = "rgba32f",
         convert: Callable[[np.ndarray], np.ndarray] | None = None,
+        output: str = "rgba32f",
     ) -> tuple[np.ndarray, Timing]:
         """Correlate ``x`` with ``kernel`` on the GPU.
 
@@ -234,19 +268,26 @@ class GpuFilter:
                 ``"rgba16f"`` (rgba16float: x rounded to half precision) or ``"rgba8"``
                 (rgba8unorm: x clamped to [0, 1] and rounded to 1/255). The shaders accumulate
                 in f32 either way; see :func:`to_storage`.
-            convert: called with the float32 H×W×C result as a read-only view of the mapped
-                readback buffer (valid only during the call); what it returns is the result,
-                as returned (an H×W input is not squeezed then).
+            convert: called with the H×W×C result (float32, or uint8 for ``output="rgba8"``)
+                as a read-only view of the mapped readback buffer (valid only during the
+                call); what it returns is the result, as returned (an H×W input is not
+                squeezed then).
                 Lets a caller quantise straight from the buffer without a float copy. The
                 default copies the view.
+            output: the last pass's texture: ``"rgba32f"`` (the default: float32 results) or
+                ``"rgba8"`` (rgba8unorm: uint8 results, each value clamped to [0, 1] and
+                rounded to nearest by the GPU's store, i.e. DESIGN.md's clamp quantisation
+                done on the GPU; intermediates stay f32). For callers that quantise to 8 bits
+                anyway: the output texture and readback buffer are a quarter of the size.
 
         Returns:
-            The float32 result (or ``convert``'s) with ``x``'s shape, and its :class:`Timing`
-            (``timer`` is ``"gpu"`` when the adapter records timestamps, else ``"wall"``).
+            The float32 (``output="rgba8"``: uint8) result, or ``convert``'s, with ``x``'s
+            shape, and its :class:`Timing` (``timer`` is ``"gpu"`` when the adapter records
+            timestamps, else ``"wall"``).
 
         Raises:
             StrategyError: unknown strategy, or one that cannot run this kernel or tile.
-            UsageError: unknown storage format.
+            UsageError: unknown storage or output format.
             ImageError: empty image, more than 4 channels, larger than the device allows.
             KernelSpecError: non-finite weights.
             GpuUnavailableError: no adapter.
@@ -254,6 +295,7 @@ class GpuFilter:
         start = time.perf_counter()
         strat = get_strategy(strategy)
         fmt, _, texel = _check_storage(storage)
+        _check_output(output)
         border = Border.parse(border)
         _check_kernel(kernel)
         strat.check(kernel)
@@ -265,8 +307,9 @@ class GpuFilter:
         passes = strat.passes(
             kernel, border.mode.value, border.value, (width, height), ctx.limits, tile, channels
         )
+        passes = with_output(passes, output)
         with self._lock:
-            out, pass_ms, timer = self._execute(x, passes, fmt, texel, convert)
+            out, pass_ms, timer = self._execute(x, passes, fmt, texel, convert, output)
         result = out[:, :, 0] if squeeze and convert is None else out
         timing = Timing(
             passes=tuple(
@@ -287,10 +330,17 @@ class GpuFilter:
         *,
         tile: int | None = None,
         storage: str = "rgba32f",
+        output: str = "rgba32f",
     ) -> dict[str, int]:
         """:func:`modelled_bytes` with this device's limits."""
         return modelled_bytes(
-            strategy, kernel, shape, tile=tile, limits=self.context.limits, storage=storage
+            strategy,
+            kernel,
+            shape,
+            tile=tile,
+            limits=self.context.limits,
+            storage=storage,
+            output=output,
         )
 
     def clear(self) -> None:
@@ -307,6 +357,7 @@ class GpuFilter:
         fmt: str,
         texel: int,
         convert: Callable[[np.ndarray], np.ndarray] | None = None,
+        output: str = "rgba32f",
     ) -> tuple[np.ndarray, list[float], str]:
         import wgpu
 
@@ -345,7 +396,9 @@ class GpuFilter:
                 device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
             commands.append((p, pipeline, bind_group))
 
-        out_tex, _ = self._texture(res, "output", (width, height))
+        out_fmt, out_texel = OUTPUT_FORMATS[output]
+        out_tex, _ = self._texture(res, "output", (width, height), out_fmt)
+        readback, row_bytes = self._readback(res, output)
         timer = self._pass_timer()
         encoder = device.create_command_encoder()
         for i, (p, pipeline, bind_group) in enumerate(commands):
@@ -358,9 +411,9 @@ class GpuFilter:
         encoder.copy_texture_to_buffer(
             {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
             {
-                "buffer": res.readback,
+                "buffer": readback,
                 "offset": 0,
-                "bytes_per_row": res.row_bytes,
+                "bytes_per_row": row_bytes,
                 "rows_per_image": height,
             },
             (width, height, 1),
@@ -368,35 +421,42 @@ class GpuFilter:
         timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
 
-        res.readback.map_sync(wgpu.MapMode.READ)
+        readback.map_sync(wgpu.MapMode.READ)
         try:
-            raw = np.frombuffer(res.readback.read_mapped(copy=False), dtype=np.float32)
-            rows = raw.reshape(height, res.row_bytes // 4)[:, : width * 4]
+            dtype = np.float32 if out_texel == TEXEL_BYTES else np.uint8
+            raw = np.frombuffer(readback.read_mapped(copy=False), dtype=dtype)
+            rows = raw.reshape(height, row_bytes // raw.itemsize)[:, : width * 4]
             view = rows.reshape(height, width, 4)[:, :, :channels]
             out = view.copy() if convert is None else convert(view)
         finally:
-            res.readback.unmap()
+            readback.unmap()
         return out, timer.read_ms(), timer.timer
 
     # -- caches -------------------------------------------------------------------------------
 
     def _resources(self, width: int, height: int) -> _ShapeResources:
-        import wgpu
-
         key = (width, height)
         res = self._shapes.get(key)
         if res is not None:
             self._shapes.move_to_end(key)
             return res
         res = _ShapeResources(width, height)
-        res.row_bytes = math.ceil(width * TEXEL_BYTES / _ROW_ALIGN) * _ROW_ALIGN
-        res.readback = self._buffer(
-            res.row_bytes * height, wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-        )
         self._shapes[key] = res
         while len(self._shapes) > _KEPT_SHAPES:
             self._shapes.popitem(last=False)
         return res
+
+    def _readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
+        """The mappable buffer ``output``'s texture is copied into, and its bytes per row."""
+        import wgpu
+
+        found = res.readbacks.get(output)
+        if found is None:
+            _, texel = OUTPUT_FORMATS[output]
+            row_bytes = math.ceil(res.width * texel / _ROW_ALIGN) * _ROW_ALIGN
+            usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+            found = res.readbacks[output] = (self._buffer(row_bytes * res.height, usage), row_bytes)
+        return found
 
     def _buffer(self, size: int, usage: int) -> Any:
         self.stats["buffers"] += 1
@@ -419,12 +479,15 @@ class GpuFilter:
             res.textures[key] = found
         return found
 
-    def _bind_group_layout(self) -> Any:
+    def _layouts_for(self, dst_fmt: str) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of passes that write ``dst_fmt``."""
         import wgpu
 
-        if self._layout is None:
+        found = self._layouts.get(dst_fmt)
+        if found is None:
             compute = wgpu.ShaderStage.COMPUTE
-            self._layout = self.context.device.create_bind_group_layout(
+            device = self.context.device
+            layout = device.create_bind_group_layout(
                 entries=[
                     {
                         "binding": 0,
@@ -436,7 +499,7 @@ class GpuFilter:
                         "visibility": compute,
                         "storage_texture": {
                             "access": "write-only",
-                            "format": "rgba32float",
+                            "format": dst_fmt,
                             "view_dimension": "2d",
                         },
                     },
@@ -444,10 +507,9 @@ class GpuFilter:
                     {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
                 ]
             )
-            self._pipeline_layout = self.context.device.create_pipeline_layout(
-                bind_group_layouts=[self._layout]
-            )
-        return self._layout
+            found = (layout, device.create_pipeline_layout(bind_group_layouts=[layout]))
+            self._layouts[dst_fmt] = found
+        return found
 
     def _weights_buffers(self, needed: int) -> list[Any]:
         import wgpu
@@ -473,14 +535,16 @@ class GpuFilter:
             res.uniforms[key] = self._buffer(
                 16, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
             )
-        # The pass that reads the input binds the texture of the input's storage format.
+        # The pass that reads the input binds the texture of the input's storage format; the
+        # one that writes the output, the texture of the output's format.
         src_fmt = fmt if p.src == "input" else "rgba32float"
-        group = res.bind_groups.get((*key, src_fmt))
+        dst_fmt = _dst_format(p)
+        group = res.bind_groups.get((*key, src_fmt, dst_fmt))
         if group is None:
             _, src_view = self._texture(res, p.src, p.size, src_fmt)
-            _, dst_view = self._texture(res, p.dst, p.out_size)
+            _, dst_view = self._texture(res, p.dst, p.out_size, dst_fmt)
             group = self.context.device.create_bind_group(
-                layout=self._bind_group_layout(),
+                layout=self._layouts_for(dst_fmt)[0],
                 entries=[
                     {"binding": 0, "resource": src_view},
                     {"binding": 1, "resource": dst_view},
@@ -489,7 +553,7 @@ class GpuFilter:
                 ],
             )
             self.stats["bind_groups"] += 1
-            res.bind_groups[(*key, src_fmt)] = group
+            res.bind_groups[(*key, src_fmt, dst_fmt)] = group
         return group
 
     def _pipeline(self, p: PassSpec) -> Any:
@@ -504,10 +568,9 @@ class GpuFilter:
                 module = device.create_shader_module(label=p.shader, code=code)
                 self.stats["shader_modules"] += 1
                 self._modules[module_key] = module
-            self._bind_group_layout()
             pipeline = device.create_compute_pipeline(
                 label=p.shader,
-                layout=self._pipeline_layout,
+                layout=self._layouts_for(_dst_format(p))[1],
                 compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
             )
             self.stats["pipelines"] += 1

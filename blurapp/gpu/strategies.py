@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
 
 __all__ = [
+    "OUTPUT_FORMATS",
     "STRATEGIES",
     "TEXEL_BYTES",
     "DirectStrategy",
@@ -33,6 +34,7 @@ __all__ = [
     "TransposeStrategy",
     "get_strategy",
     "line_block",
+    "with_output",
 ]
 
 TEXEL_BYTES = 16  # one rgba32float texel, the unit of every global read and write
@@ -41,6 +43,14 @@ TRANSPOSE_ROWS = 8  # a 32×32 tile moved by 32×8 invocations, 4 texels each
 _DIRECT_WORKGROUP = 8  # 8×8: a multiple of lavapipe's 8 SIMD lanes and of a GPU's 32-wide warp
 _LINE_WORKGROUP = 8  # 8×8 invocations per workgroup in the 1-D passes
 BAKED_TAPS = 65  # up to this many taps a 1-D pass has its weights baked in as literals
+
+# output name -> (WebGPU format of the last pass's texture, bytes per texel). "rgba8" is for
+# callers that quantise to 8 bits anyway: the store rounds to nearest and clamps to [0, 1], and
+# the output texture and readback buffer are a quarter of the size. Intermediates stay f32.
+OUTPUT_FORMATS: dict[str, tuple[str, int]] = {
+    "rgba32f": ("rgba32float", TEXEL_BYTES),
+    "rgba8": ("rgba8unorm", 4),
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,6 +93,26 @@ def _check_kernel_size(kernel: Kernel) -> tuple[int, int]:
     if rows < 1 or cols < 1:
         raise StrategyError(f"kernel {kernel.name!r} has no taps ({cols}×{rows})")
     return rows, cols
+
+
+def with_output(passes: tuple[PassSpec, ...], output: str) -> tuple[PassSpec, ...]:
+    """``passes`` with the last one writing the ``output`` format (a key of OUTPUT_FORMATS).
+
+    Only the pass that writes ``"output"`` changes: its shader gets the ``dst_format`` template
+    parameter and its modelled bytes count the narrower writes. ``"rgba32f"`` returns ``passes``
+    unchanged (the templates, and so the cached pipelines, stay those of the default).
+    """
+    fmt, texel = OUTPUT_FORMATS[output]
+    if texel == TEXEL_BYTES:
+        return passes
+    last = passes[-1]
+    written = last.out_size[0] * last.out_size[1]
+    narrowed = replace(
+        last,
+        template=(*last.template, ("dst_format", fmt)),
+        bytes_modelled=last.bytes_modelled - written * (TEXEL_BYTES - texel),
+    )
+    return (*passes[:-1], narrowed)
 
 
 class Strategy(ABC):

@@ -254,3 +254,74 @@ def test_estimate_counts_what_each_path_holds() -> None:
     fast = _estimate_bytes(3840, 2160, 3, 1, 4, stored=True, quantised=True)
     assert fast == 3840 * 2160 * 3 * 3  # in, out and the encoder's buffers: 75 MB
     assert float_path > 5 * fast
+
+
+# ------------------------------------------------- rgba8 output texture (peak memory, issue 4)
+
+
+def test_which_outputs_the_gpu_quantises() -> None:
+    from blurapp.batch.pipeline import _filter_output, _quantiser
+
+    auto = FilterSettings.create("gaussian:sigma=1")
+    u8, u16, f32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32)
+    # 8-bit output that only needs clamping and rounding: the rgba8unorm output texture.
+    assert _filter_output(_quantiser(auto, 3, u8, False), u8) == "rgba8"
+    assert _filter_output(_quantiser(auto, 1, u8, True), u8) == "rgba8"
+    straight = FilterSettings.create("gaussian:sigma=1", alpha="straight")
+    assert _filter_output(_quantiser(straight, 4, u8, False), u8) == "rgba8"
+    # Anything else keeps float results: 16-bit or float files, float work after the filter
+    # (un-premultiply, sRGB encoding) or another range mode.
+    assert _filter_output(_quantiser(auto, 3, u16, False), u16) == "rgba32f"
+    assert _filter_output(_quantiser(auto, 3, f32, False), f32) == "rgba32f"
+    assert _filter_output(_quantiser(auto, 4, u8, False), u8) == "rgba32f"
+    linear = FilterSettings.create("gaussian:sigma=1", linear=True)
+    assert _filter_output(_quantiser(linear, 3, u8, False), u8) == "rgba32f"
+    offset = FilterSettings.create("sobel:x", range_mode="offset")
+    assert _filter_output(_quantiser(offset, 3, u8, False), u8) == "rgba32f"
+
+
+def test_quantiser_takes_uint8_results_as_they_are() -> None:
+    from blurapp.batch.pipeline import _quantiser
+
+    auto = FilterSettings.create("gaussian:sigma=1")
+    y = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)[:, :, :1]  # a strided view
+    got = _quantiser(auto, 1, np.dtype(np.uint8), True)(y)
+    assert got.shape == (2, 3) and got.flags.c_contiguous and not np.shares_memory(got, y)
+    np.testing.assert_array_equal(got, y[:, :, 0])
+    got = _quantiser(auto, 1, np.dtype(np.uint8), False)(y)
+    assert got.shape == (2, 3, 1) and not np.shares_memory(got, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 3), (37, 23, 3), (20, 31), (16, 9, 4)])
+def test_8bit_outputs_come_from_an_rgba8_texture(gpu, shape) -> None:
+    """The batch's 8-bit path reads back rgba8 (4 bytes per texel, no float readback buffer)
+    and still matches the float64 reference within a level, for 8- and 16-bit inputs."""
+    from blurapp.core.borders import Border
+    from blurapp.core.kernel import Kernel
+    from blurapp.core.numbers import from_float, to_float
+    from blurapp.core.reference import correlate_float
+    from blurapp.gpu.engine import get_filter
+
+    rng = np.random.default_rng(sum(shape) + 7)
+    for dtype in (np.uint8, np.uint16):
+        image = rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
+        get_filter().clear()
+        settings = FilterSettings.create("gaussian:sigma=2", "reflect", alpha="straight")
+        got, _ = filter_pixels(image, settings, np.uint8)
+        assert got.shape == image.shape and got.dtype == np.uint8
+        ref = correlate_float(
+            to_float(image), Kernel.parse("gaussian:sigma=2"), Border.parse("reflect")
+        )
+        want = from_float(ref, np.uint8, squeeze=image.ndim == 2)
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+        (res,) = get_filter()._shapes.values()
+        assert set(res.readbacks) == {"rgba8"}
+        assert ("output", shape[1], shape[0], "rgba8unorm") in res.textures
+    # 16-bit output keeps the float texture.
+    image = rng.integers(0, 65536, shape).astype(np.uint16)
+    get_filter().clear()
+    got, _ = filter_pixels(image, FilterSettings.create("gaussian:sigma=2", alpha="straight"))
+    assert got.dtype == np.uint16
+    (res,) = get_filter()._shapes.values()
+    assert set(res.readbacks) == {"rgba32f"}

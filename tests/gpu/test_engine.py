@@ -13,8 +13,9 @@ import pytest
 from blurapp.core.borders import Border
 from blurapp.core.errors import ImageError, KernelSpecError, StrategyError
 from blurapp.core.kernel import Kernel
+from blurapp.core.numbers import from_float
 from blurapp.core.reference import correlate_float
-from blurapp.gpu.engine import GpuFilter, get_filter, modelled_bytes
+from blurapp.gpu.engine import GpuFilter, get_filter, modelled_bytes, to_storage
 from blurapp.gpu.strategies import STRATEGIES
 
 pytestmark = pytest.mark.gpu
@@ -315,3 +316,129 @@ def test_storage_through_the_engine_api(gpu) -> None:
     wide, *_ = filter_float(x, k, "clamp", "separable")
     narrow, *_ = filter_float(x, k, "clamp", "separable", storage="rgba8")
     assert 0 < np.abs(wide - narrow).max() <= 0.5 / 255 + 1e-6
+
+
+# ------------------------------------------------------------- rgba8 output (the batch's path)
+
+
+def _reference_u8(x: np.ndarray, k: Kernel, border: str) -> np.ndarray:
+    ref = correlate_float(x.astype(np.float64), k, Border.parse(border))
+    return from_float(ref, np.uint8, range_mode="clamp", squeeze=False)
+
+
+@pytest.mark.parametrize("shape", [(37, 23, 3), (1, 1, 3)], ids=["37x23x3", "1x1x3"])
+@pytest.mark.parametrize("border", ALL_BORDERS)
+@pytest.mark.parametrize("strategy", GPU_STRATEGIES)
+def test_rgba8_output_matches_the_reference(gpu, strategy, border, shape) -> None:
+    """The last pass stores rgba8unorm (clamped, rounded to nearest by the GPU): within one level
+    of from_float's clamp quantisation of the float64 reference, for every strategy and border.
+    Inputs reach outside [0, 1] so that the clamp is exercised."""
+    x = image(shape, f"u8out{border}") * 1.4 - 0.2
+    k = kernel("gaussian:sigma=1.5")
+    out, timing = get_filter().run(x, k, border, strategy, output="rgba8")
+    assert out.dtype == np.uint8 and out.shape == shape
+    want = _reference_u8(x, k, border)
+    assert np.abs(out.astype(int) - want.astype(int)).max() <= 1
+    # Only the last pass writes 4-byte texels.
+    wide = modelled_bytes(strategy, k, shape, limits=gpu.limits)
+    narrow = modelled_bytes(strategy, k, shape, limits=gpu.limits, output="rgba8")
+    assert [p.bytes_modelled for p in timing.passes] == list(narrow.values())
+    last = list(wide)[-1]
+    assert narrow[last] == wide[last] - shape[0] * shape[1] * 12
+    assert {n: b for n, b in narrow.items() if n != last} == {
+        n: b for n, b in wide.items() if n != last
+    }
+
+
+def test_rgba8_output_of_a_non_separable_kernel(gpu) -> None:
+    x = image((29, 41, 4), "u8ns")
+    k = kernel(NON_SEPARABLE_5X3)  # signed weights: results well outside [0, 1]
+    for strategy in ("direct", "tiled"):
+        out, _ = get_filter().run(x, k, "reflect", strategy, output="rgba8", storage="rgba8")
+        stored = to_storage(x, "rgba8") / 255.0
+        want = _reference_u8(stored, k, "reflect")
+        assert np.abs(out.astype(int) - want.astype(int)).max() <= 1
+        assert (out == 0).any() and (out == 255).any()
+
+
+def test_rgba8_output_rounds_to_nearest_and_clamps(gpu) -> None:
+    identity = Kernel.from_weights(np.ones((1, 1)))
+    levels = np.arange(256, dtype=np.float64)
+    values = np.concatenate(
+        [[-1.0, -1e-3, 0.0, 1.0, 1.001, 7.5], (levels + 0.4) / 255, (levels[:-1] + 0.6) / 255]
+    )
+    x = values.astype(np.float32).reshape(1, -1, 1)
+    for strategy in GPU_STRATEGIES:
+        out, _ = get_filter().run(x, identity, "clamp", strategy, output="rgba8")
+        np.testing.assert_array_equal(out, from_float(x, np.uint8, squeeze=False))
+
+
+def test_rgba8_output_of_a_two_dimensional_image_and_convert(gpu) -> None:
+    x = image((9, 14, 1), "u8two")
+    k = kernel("box:3")
+    out, _ = get_filter().run(x[:, :, 0], k, "wrap", "separable", output="rgba8")
+    assert out.shape == (9, 14) and out.dtype == np.uint8
+    np.testing.assert_array_equal(out, get_filter().run(x, k, "wrap", "separable",
+                                                        output="rgba8")[0][:, :, 0])  # fmt: skip
+    seen = []
+
+    def convert(y: np.ndarray) -> np.ndarray:
+        seen.append((y.dtype, y.shape, y.flags.writeable))
+        return y.astype(np.int16) - 1
+
+    got, _ = get_filter().run(x, k, "wrap", "direct", output="rgba8", convert=convert)
+    assert seen == [(np.uint8, (9, 14, 1), False)]
+    np.testing.assert_array_equal(got, out[:, :, None].astype(np.int16) - 1)
+
+
+def test_rgba8_output_has_its_own_small_output_texture_and_readback(fresh_filter) -> None:
+    """An rgba8 output allocates a 4-byte-per-texel output texture and readback buffer (not the
+    float ones), shares the f32 intermediates with the float output, and is cached."""
+    f = fresh_filter
+    x = image((30, 70, 3), "u8mem")
+    k = kernel("gaussian:sigma=1")
+    f.run(x, k, "clamp", "separable", output="rgba8")
+    res = f._shapes[(70, 30)]
+    assert {key[0]: key[3] for key in res.textures} == {
+        "input": "rgba32float",
+        "tmp0": "rgba32float",
+        "output": "rgba8unorm",
+    }
+    assert set(res.readbacks) == {"rgba8"}
+    assert res.readbacks["rgba8"][1] == 512  # 70 × 4 bytes, padded to 256
+    created = dict(f.stats)
+    f.run(image((30, 70, 3), "u8mem2"), k, "clamp", "separable", output="rgba8")
+    assert dict(f.stats) == created
+    # The float output adds its own output texture, readback and last-pass pipeline only.
+    f.run(x, k, "clamp", "separable")
+    new = {n: v - created.get(n, 0) for n, v in f.stats.items() if v != created.get(n, 0)}
+    assert new == {"textures": 1, "buffers": 1, "pipelines": 1, "shader_modules": 1,
+                   "bind_groups": 1}  # fmt: skip
+    assert set(res.readbacks) == {"rgba8", "rgba32f"}
+
+
+def test_unknown_output_format(gpu) -> None:
+    from blurapp.core.errors import UsageError
+    from blurapp.engine import filter_float
+
+    with pytest.raises(UsageError, match="unknown output format 'rgba16'"):
+        get_filter().run(np.zeros((4, 4, 1)), kernel("box:3"), "clamp", "direct", output="rgba16")
+    with pytest.raises(UsageError, match="unknown output format 'rgba16'"):
+        modelled_bytes("direct", kernel("box:3"), (4, 4), output="rgba16")
+    for strategy in ("cpu", "direct"):
+        with pytest.raises(UsageError, match="unknown output format 'rgba16'"):
+            filter_float(np.zeros((4, 4, 1)), "box:3", "clamp", strategy, output="rgba16")
+
+
+def test_rgba8_output_through_the_engine_api(gpu) -> None:
+    from blurapp.engine import filter_float
+
+    x = image((16, 24, 3), "u8api") * 1.2 - 0.1
+    k = kernel("gaussian:sigma=1")
+    want = _reference_u8(x, k, "clamp")
+    for strategy in ("separable", "cpu", "auto"):
+        got, _, ran, _ = filter_float(x, k, "clamp", strategy, output="rgba8")
+        assert got.dtype == np.uint8 and got.shape == x.shape
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+        if ran == "cpu":
+            np.testing.assert_array_equal(got, want)  # the same float64 result and rounding
