@@ -22,7 +22,6 @@ from blurapp.core.timing import PassTiming, Timing
 
 STRATEGIES = ("auto", "direct", "tiled", "separable", "transpose", "cpu")
 GPU_STRATEGIES = ("direct", "tiled", "separable", "transpose")
-RANK1_STRATEGIES = ("separable", "transpose")
 OUTPUTS = ("rgba32f", "rgba8")  # filter_float's result formats (float32/64, or uint8)
 
 
@@ -42,15 +41,17 @@ def as_kernel(kernel: Kernel | str) -> Kernel:
 
 
 def why_not(strategy: str, kernel: Kernel) -> str | None:
-    """Why ``strategy`` cannot run ``kernel``, or ``None`` when it can."""
+    """Why ``strategy`` cannot run ``kernel``, or ``None`` when it can.
+
+    GPU strategies answer for themselves (:mod:`blurapp.gpu.strategies` imports no wgpu, so
+    asking creates no device); ``auto`` and ``cpu`` run every kernel.
+    """
     if strategy not in STRATEGIES:
         return f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}"
-    rank = kernel.separability.rank
-    if strategy in RANK1_STRATEGIES and rank > 1:
-        others = ", ".join(s for s in GPU_STRATEGIES if s not in RANK1_STRATEGIES)
-        return (
-            f"{strategy} needs a rank-1 kernel; {kernel.name} has rank {rank}: use {others} or cpu"
-        )
+    if strategy in GPU_STRATEGIES:
+        from blurapp.gpu.strategies import get_strategy
+
+        return get_strategy(strategy).why_not(kernel)
     return None
 
 
