@@ -310,7 +310,10 @@ def read_image(path: str | os.PathLike[str], *, max_pixels: int = DEFAULT_MAX_PI
     except MemoryError:
         raise ImageError(f"cannot read {p}: not enough memory to decode it") from None
     except Exception as err:  # decoders raise anything on a broken file
-        raise ImageError(f"cannot read {p}: {_describe(err)}") from None
+        fmt = {"jpg": "JPEG", "npy": ".npy"}.get(info.format, info.format.upper())
+        raise ImageError(
+            f"cannot read {p}: truncated or corrupt {fmt} file ({_describe(err)})"
+        ) from None
     _check_pixels(p, data.pixels)
     return data
 

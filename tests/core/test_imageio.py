@@ -197,3 +197,14 @@ def test_png_fast_decoder_leaves_palettes_and_colour_keys_to_pillow(tmp_path: Pa
         if name == "bits":
             want = want.astype(np.uint8) * 255
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(("ext", "name"), [("png", "PNG"), ("jpg", "JPEG")])
+def test_truncated_file_is_named_as_such(tmp_path: Path, ext: str, name: str) -> None:
+    rng = np.random.default_rng(7)
+    whole = tmp_path / f"whole.{ext}"
+    write_image(whole, rng.integers(0, 256, (64, 48, 3), dtype=np.uint8))
+    cut = tmp_path / f"cut.{ext}"
+    cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(ImageError, match=f"cannot read .*cut.{ext}: truncated or corrupt {name}"):
+        read_image(cut)
