@@ -12,7 +12,7 @@ import csv
 import json
 import statistics
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ class BenchRecord:
     backend: str
     repeat: int
     passes: dict[str, float]
+    pct_of_copy: float | None = None  # gbps_effective as a share of the copy ceiling (--ceiling)
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -97,13 +98,19 @@ def run_case(
     repeat: int,
     warmup: int,
     fmt: str,
+    kernel_spec: str | None = None,
+    label: str | None = None,
 ) -> BenchRecord:
-    """Time one strategy on one image with the benchmark kernel of ``radius``."""
+    """Time one strategy on one image with the benchmark kernel of ``radius``.
+
+    ``kernel_spec`` replaces the benchmark kernel and ``label`` the strategy's name in the
+    record (the copy ceiling is ``direct`` with ``matrix:1x1:1``, labelled ``copy``).
+    """
     from blurapp.engine import as_kernel, filter_float
     from blurapp.gpu.device import get_device
 
     ctx = get_device()
-    kernel = as_kernel(bench_kernel(radius))
+    kernel = as_kernel(kernel_spec or bench_kernel(radius))
     # Normalised floats that the GPU stores back exactly in the ``fmt`` texture (rgba8unorm,
     # rgba16float or rgba32float): the format changes what the shaders read, not the pixels.
     x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
@@ -121,7 +128,7 @@ def run_case(
     }
     moved = runs[0].bytes_modelled
     return BenchRecord(
-        strategy=strategy,
+        strategy=label or strategy,
         radius=radius,
         width=w,
         height=h,
@@ -141,20 +148,39 @@ def run_case(
     )
 
 
+COPY = "copy"
+COPY_KERNEL = "matrix:1x1:1"  # one texel read and one written per pixel: the bandwidth ceiling
+
+
+def with_copy_share(records: list[BenchRecord]) -> list[BenchRecord]:
+    """Each record's effective GB/s as a percentage of the copy run on the same image."""
+    ceiling = {
+        (r.width, r.height, r.format): r.gbps_effective for r in records if r.strategy == COPY
+    }
+    out = []
+    for r in records:
+        top = ceiling.get((r.width, r.height, r.format))
+        share = 100.0 * r.gbps_effective / top if top and r.strategy != COPY else None
+        out.append(replace(r, pct_of_copy=share))
+    return out
+
+
 def format_table(records: list[BenchRecord]) -> str:
     """An aligned text table, with each strategy's speed-up over direct for the same case."""
     direct = {(r.width, r.height, r.radius): r.median_ms for r in records if r.strategy == "direct"}
     head = (
         f"{'strategy':<10} {'size':>11} {'R':>3} {'median ms':>10} {'min ms':>9} "
-        f"{'Mpix/s':>9} {'GB/s':>7} {'vs direct':>9} timer"
+        f"{'Mpix/s':>9} {'GB/s':>7} {'vs direct':>9} {'% copy':>7} timer"
     )
     lines = [head, "-" * len(head)]
     for r in records:
         base = direct.get((r.width, r.height, r.radius))
         ratio = f"{base / r.median_ms:8.2f}×" if base and r.median_ms > 0 else f"{'':>9}"
+        share = f"{r.pct_of_copy:6.1f}%" if r.pct_of_copy is not None else f"{'':>7}"
         lines.append(
             f"{r.strategy:<10} {r.width:>5}x{r.height:<5} {r.radius:>3} {r.median_ms:>10.3f} "
-            f"{r.min_ms:>9.3f} {r.mpix_per_s:>9.1f} {r.gbps_effective:>7.2f} {ratio} {r.timer}"
+            f"{r.min_ms:>9.3f} {r.mpix_per_s:>9.1f} {r.gbps_effective:>7.2f} {ratio} {share} "
+            f"{r.timer}"
         )
     return "\n".join(lines)
 
@@ -197,6 +223,9 @@ def write_plot(records: list[BenchRecord], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise UsageError("--plot needs matplotlib: pip install 'blurapp[bench]'") from None
+    records = [r for r in records if r.strategy != COPY]  # radius 0: not on a log axis
+    if not records:
+        return
     fig, (ax_r, ax_s) = plt.subplots(1, 2, figsize=(11, 4.5))
     sizes = sorted({(r.width, r.height) for r in records}, key=lambda s: s[0] * s[1])
     radii = sorted({r.radius for r in records})
@@ -255,6 +284,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=Path, metavar="FILE", help="write the records as JSON")
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the records as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the scaling curves")
+    p.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also time a plain copy (direct, 1×1 kernel) per size: the bandwidth ceiling, "
+        "and each strategy's effective GB/s as a share of it",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -275,6 +310,22 @@ def run_bench(args: argparse.Namespace) -> int:
     records: list[BenchRecord] = []
     for w, h in sizes:
         image = make_image(w, h, args.channels, args.format)
+        if args.ceiling:
+            if not args.quiet:
+                print(f"  {COPY} {w}x{h} …", file=sys.stderr, flush=True)
+            records.append(
+                run_case(
+                    image,
+                    "direct",
+                    0,
+                    border=args.border,
+                    repeat=args.repeat,
+                    warmup=args.warmup,
+                    fmt=args.format,
+                    kernel_spec=COPY_KERNEL,
+                    label=COPY,
+                )
+            )
         for radius in radii:
             for strategy in strategies:
                 if not args.quiet:
@@ -290,6 +341,7 @@ def run_bench(args: argparse.Namespace) -> int:
                         fmt=args.format,
                     )
                 )
+    records = with_copy_share(records)
     if records:
         print(f"adapter: {records[0].adapter} ({records[0].backend}), timer: {records[0].timer}")
     print(format_table(records))

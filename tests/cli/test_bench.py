@@ -71,3 +71,26 @@ def test_bench_format_changes_the_input_texture(gpu: object, tmp_path: Path) -> 
     for w, n in zip(wide, narrow, strict=True):
         # The first pass reads 4-byte rgba8unorm texels instead of 16-byte rgba32float ones.
         assert n["strategy"] == w["strategy"] and n["bytes_modelled"] < w["bytes_modelled"]
+
+
+@pytest.mark.gpu
+def test_bench_ceiling_reports_share_of_a_plain_copy(gpu: object, tmp_path: Path) -> None:
+    out_json = tmp_path / "c.json"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "blurapp", "bench", "--size", "48x32", "--radii", "2",
+            "--strategies", "separable", "--repeat", "1", "--warmup", "1", "--quiet",
+            "--format", "rgba8", "--ceiling", "--json", str(out_json),
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    copy, sep = json.loads(out_json.read_text())
+    assert (copy["strategy"], copy["radius"], copy["kernel"]) == ("copy", 0, "matrix:1x1:1")
+    assert copy["pct_of_copy"] is None
+    # The copy reads one rgba8 texel and writes one rgba32float texel per pixel.
+    assert copy["bytes_modelled"] == 48 * 32 * (4 + 16)
+    assert sep["strategy"] == "separable"
+    expected = 100 * sep["gbps_effective"] / copy["gbps_effective"]
+    assert sep["pct_of_copy"] == pytest.approx(expected)
+    assert "% copy" in proc.stdout
