@@ -342,18 +342,24 @@ class _RankOneStrategy(Strategy):
             )
         return None
 
+    def _factors(self, kernel: Kernel, constant: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """The column and row factors, and the border constant the column filter must read.
+
+        Outside the image along y, the column filter reads what the row filter makes of a row
+        of constants: V * sum(row). Clamp/reflect/mirror/wrap map each axis on its own.
+        """
+        _check_kernel_size(kernel)
+        self.check(kernel)
+        column, row = _factors(kernel)
+        return column, row, float(constant * row.sum())
+
 
 class SeparableStrategy(_RankOneStrategy):
     name = "separable"
     summary = "row pass then column pass, each invocation filtering a short run of outputs"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
-        _check_kernel_size(kernel)
-        self.check(kernel)
-        column, row = _factors(kernel)
-        # Outside the image along y, the column pass reads what the row pass makes of a row of
-        # constants: V * sum(row). Clamp/reflect/mirror/wrap map each axis on its own.
-        col_constant = float(constant * row.sum())
+        column, row, col_constant = self._factors(kernel, constant)
         return (
             _rows_pass("rows", row, border_mode, constant, size, "input", "tmp0"),
             _cols_pass(column, border_mode, col_constant, size),
@@ -365,11 +371,8 @@ class TransposeStrategy(_RankOneStrategy):
     summary = "row pass, tiled transpose, the same row pass, transpose back"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
-        _check_kernel_size(kernel)
-        self.check(kernel)
-        column, row = _factors(kernel)
+        column, row, col_constant = self._factors(kernel, constant)
         width, height = size
-        col_constant = float(constant * row.sum())
         return (
             _rows_pass("rows", row, border_mode, constant, size, "input", "tmp0"),
             _transpose_pass("transpose", size, "tmp0", "tmp1"),
