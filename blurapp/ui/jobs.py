@@ -4,7 +4,7 @@ which may be built off the GUI thread."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,8 +46,18 @@ class LiveResult:
     reason: str
 
 
-def run_live(image: np.ndarray, req: LiveRequest, check: Check, report: Report) -> LiveResult:
-    """The window's main result: :func:`blurapp.engine.filter_image` with the chosen settings."""
+def run_live(
+    image: np.ndarray,
+    req: LiveRequest,
+    check: Check,
+    report: Report,
+    image_key: Hashable | None = None,
+) -> LiveResult:
+    """The window's main result: :func:`blurapp.engine.filter_image` with the chosen settings.
+
+    ``image_key`` names the image's pixels (the window's count of images shown): while it stays
+    the same, the GPU keeps the image it already holds instead of receiving it again.
+    """
     result = engine.filter_image(
         image,
         req.kernel,
@@ -55,6 +65,7 @@ def run_live(image: np.ndarray, req: LiveRequest, check: Check, report: Report) 
         strategy=req.strategy,
         tile=req.tile if req.strategy in ("tiled", "auto") else None,
         range_mode=req.range_mode,
+        input_key=image_key,
     )
     check()
     return LiveResult(
@@ -89,8 +100,12 @@ def run_strategies(
     range_mode: str,
     check: Check,
     report: Report,
+    image_key: Hashable | None = None,
 ) -> StrategiesResult:
     """Run every strategy on ``image``; compare each with the float64 reference.
+
+    ``image_key`` names the image's pixels as in :func:`run_live`: the GPU strategies share one
+    upload of the float image.
 
     The maximum error is taken in normalised float units, before conversion to the file's type,
     so it shows the strategy's arithmetic and not the rounding to 8 bits.
@@ -108,7 +123,12 @@ def run_strategies(
             continue
         try:
             result, timing, _ran, _why = engine.filter_float(
-                x, kernel, border, name, tile if name == "tiled" else None
+                x,
+                kernel,
+                border,
+                name,
+                tile if name == "tiled" else None,
+                input_key=None if image_key is None else ("run_strategies", image_key),
             )
         except BlurappError as err:
             out.runs.append(StrategyRun(name, why_not=str(err)))

@@ -7,6 +7,7 @@ window only decides *what* to run and shows what comes back.
 from __future__ import annotations
 
 import importlib.resources
+import itertools
 import os
 import shlex
 import time
@@ -67,6 +68,7 @@ from blurapp.ui.worker import JobRunner
 
 DEFAULT_SPEC = "gaussian:sigma=2"
 MAX_RECENT = 8
+_IMAGE_KEYS = itertools.count(1)  # see MainWindow.image_key
 LIVE_DEBOUNCE_MS = 40
 COMPARE_DEBOUNCE_MS = 150
 PARAM_MERGE_S = 1.0  # spin-box steps within this many seconds are one undo step
@@ -140,6 +142,9 @@ class MainWindow(QMainWindow):
         self.runner = JobRunner(self)
         self.undo_stack = QUndoStack(self)
         self.image: np.ndarray | None = None
+        # Names the pixels of self.image for the GPU: a new one per image shown, so that a rerun
+        # with other settings does not upload the same image again.
+        self.image_key = 0
         self.image_data: ImageData | None = None
         self.image_path: Path | None = None
         self.before_qimage = None
@@ -418,6 +423,7 @@ class MainWindow(QMainWindow):
     ) -> None:
         """Show a new input image and filter it."""
         self.image = np.ascontiguousarray(pixels)
+        self.image_key = next(_IMAGE_KEYS)
         self.image_data = data or ImageData(self.image)
         self.image_path = path
         self.result = None
@@ -640,15 +646,17 @@ class MainWindow(QMainWindow):
             self.runner.cancel("live")
             self._show_live_error(problem)
             return
-        image = self.image
+        image, key = self.image, self.image_key
         self.runner.submit(
-            "live", lambda check, report: run_live(image, req, check, report), delay_ms=delay_ms
+            "live",
+            lambda check, report: run_live(image, req, check, report, key),
+            delay_ms=delay_ms,
         )
 
     def _maybe_run_comparisons(self) -> None:
         if self.image is None:
             return
-        image, kernel = self.image, self.kernel
+        image, key, kernel = self.image, self.image_key, self.kernel
         border, rng = self.border_combo.currentText(), self.range_combo.currentText()
         tab = self.compare.currentIndex()
         if tab == STRATEGIES_TAB and self._strategies_dirty:
@@ -657,7 +665,7 @@ class MainWindow(QMainWindow):
             self.runner.submit(
                 "strategies",
                 lambda check, report: run_strategies(
-                    image, kernel, border, tile, rng, check, report
+                    image, kernel, border, tile, rng, check, report, key
                 ),
                 delay_ms=COMPARE_DEBOUNCE_MS,
             )

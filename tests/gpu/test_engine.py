@@ -442,3 +442,32 @@ def test_rgba8_output_through_the_engine_api(gpu) -> None:
         assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
         if ran == "cpu":
             np.testing.assert_array_equal(got, want)  # the same float64 result and rounding
+
+
+def test_input_key_skips_the_upload_of_an_image_the_texture_holds(fresh_filter) -> None:
+    """A live preview changes the kernel, not the image: with the same input_key the input
+    texture is reused as it is; a new key, another channel count or no key uploads again."""
+    f = fresh_filter
+    x = image((21, 37, 3), "key")
+    y = image((21, 37, 3), "key2")
+    box, gauss = kernel("box:3"), kernel("gaussian:sigma=1")
+    out, _ = f.run(x, box, "clamp", "separable", input_key="a")
+    assert f.uploads == 1
+    out2, _ = f.run(y, gauss, "mirror", "tiled", input_key="a")  # y ignored: the key says x
+    assert f.uploads == 1
+    assert_matches_reference(out2, x, gauss, "mirror")
+    out3, _ = f.run(y, gauss, "mirror", "tiled", input_key="b")
+    assert f.uploads == 2
+    assert_matches_reference(out3, y, gauss, "mirror")
+    f.run(y[:, :, :2], gauss, "clamp", "direct", input_key="b")  # same key, 2 channels
+    assert f.uploads == 3
+    for _ in range(2):
+        f.run(y, gauss, "clamp", "direct")  # no key: always uploaded
+    assert f.uploads == 5
+    out4, _ = f.run(x, box, "clamp", "separable", input_key="b")  # after keyless runs
+    assert f.uploads == 6
+    np.testing.assert_array_equal(out4, out)
+    # Each storage format has its own input texture and remembers its own key.
+    f.run(x, box, "clamp", "separable", input_key="b", storage="rgba16f")
+    f.run(x, box, "clamp", "separable", input_key="b")
+    assert f.uploads == 7

@@ -275,3 +275,28 @@ def test_run_gui_opens_the_sample(qtbot, monkeypatch) -> None:
     assert app_module.run_gui(None) == 0
     assert seen["path"].name == "astronaut.png"
     assert seen["shape"] == (512, 512, 3)
+
+
+@pytest.mark.gpu
+def test_live_preview_uploads_the_image_once_per_image(qtbot, gpu, window, small_image) -> None:
+    """Changing the kernel or border reruns the GPU passes on the image the GPU already holds;
+    opening another image uploads that one."""
+    from blurapp.gpu.engine import get_filter
+
+    f = get_filter()
+    window.strategy_combo.setCurrentText("separable")
+    show_image(qtbot, window, small_image)
+    before = f.uploads
+    for spec in ("box:3", "gaussian:sigma=1.5"):
+        with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+            type_spec(qtbot, window, spec)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.border_combo.setCurrentText("wrap")
+    assert f.uploads == before
+    expected = engine.filter_image(small_image, "gaussian:sigma=1.5", border="wrap").image
+    np.testing.assert_array_equal(window.result.image, expected)
+    before = f.uploads
+    show_image(qtbot, window, small_image[::-1].copy())
+    assert f.uploads == before + 1
+    flipped = engine.filter_image(small_image[::-1], "gaussian:sigma=1.5", border="wrap").image
+    np.testing.assert_array_equal(window.result.image, flipped)
