@@ -4,12 +4,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.blurapp-installed
+DIST_STAMP := $(VENV)/.dist-tools-installed
 SYSDEPS := $(VENV)/.system-deps-ok
 OUT := out
 # Mesa warns when it has no runtime directory; give it a private one.
 export XDG_RUNTIME_DIR ?= /tmp/blurapp-runtime-$(shell id -u)
 
-.PHONY: run test setup lint format screenshot wheel-check bench clean
+.PHONY: run test setup lint format screenshot wheel wheel-check dist bundle-check bench clean
 
 setup: $(STAMP)
 
@@ -52,10 +53,30 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# Build the wheel and run it from outside the source tree: a shader or asset that does not
-# ship fails here, not on a user's machine.
-wheel-check: $(STAMP) | $(XDG_RUNTIME_DIR)
-	bash packaging/wheel-check.sh $(BIN)/python
+$(DIST_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dist]'
+	@touch $@
+
+# The wheel in dist/. setuptools packs whatever build/lib holds, so an earlier build's leftovers
+# (a file since moved or deleted) would ship: start from an empty build/lib.
+wheel: $(STAMP)
+	rm -rf build/lib build/bdist.* dist/blurapp-*.whl
+	$(BIN)/python -m pip wheel -q --no-deps -w dist .
+
+# The wheel and the one-folder bundle dist/blurapp/ (GUI and CLI in one executable);
+# packaging/README.md says what is in it.
+dist: wheel $(DIST_STAMP) | $(XDG_RUNTIME_DIR)
+	$(BIN)/pyinstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller \
+	  packaging/blurapp.spec
+
+# The built bundle run from outside the source tree against the source tree's blurapp.
+bundle-check: dist | $(XDG_RUNTIME_DIR)
+	bash packaging/bundle-check.sh dist/blurapp $(BIN)/blurapp
+
+# The wheel installed with its dependencies into a fresh venv and run from outside the source
+# tree: a shader or asset that does not ship fails here, not on a user's machine.
+wheel-check: wheel | $(XDG_RUNTIME_DIR)
+	bash packaging/wheel-check.sh dist/blurapp-*-py3-none-any.whl $(BIN)/python
 
 # The real window under Xvfb: docs/screenshot.png (main window), docs/compare.png (borders).
 screenshot: $(STAMP) | $(XDG_RUNTIME_DIR)

@@ -149,3 +149,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def gui_main(argv: Sequence[str] | None = None) -> int:
+    """The ``blurapp-gui`` launcher of desktop menus: ``blurapp gui [IMAGE]``, nothing else.
+
+    Unlike ``blurapp IMAGE``, an image named like a subcommand (``apply``) still opens.
+
+    Arguments:
+        argv: the arguments after the program name (``sys.argv[1:]`` when ``None``).
+
+    Returns:
+        The exit code, as :func:`main` returns it.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    return main(["gui", *args_list])

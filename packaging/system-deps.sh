@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Make sure the system packages blurapp needs are present: Mesa's lavapipe (a software WebGPU
-# adapter when there is no hardware one), Qt's xcb libraries, Xvfb for screenshots, python3-venv.
+# adapter when there is no hardware one), Qt's xcb libraries, Xvfb for screenshots, python3-venv,
+# and the freedesktop validators the packaging tests run (desktop-file-validate, appstreamcli).
 # As root with apt it installs what is missing; otherwise it prints the exact command and stops.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ packages=(
   libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0
   libxcb-render-util0 libxcb-xinerama0 libxcb-shape0 libxcb-randr0
   libegl1 libgl1 libfontconfig1 libdbus-1-3 libglib2.0-0
+  desktop-file-utils appstream
 )
 
 python=${PYTHON:-python3}

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import os
 import sys
 from collections.abc import Mapping
 
 from PySide6.QtCore import QCoreApplication
+from PySide6.QtGui import QIcon, QPixmap
 from PySide6.QtWidgets import QApplication
 
 from blurapp import __version__
@@ -15,6 +17,27 @@ from blurapp.core.errors import BlurappError
 
 ORGANIZATION = "blurapp"
 APPLICATION = "blurapp"
+ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)  # assets/icons/blurapp-<n>.png
+
+
+def app_icon() -> QIcon:
+    """The application icon, from the PNG sizes shipped in ``blurapp.assets``.
+
+    The PNGs are read as bytes, so the icon needs neither Qt's SVG plugin nor files on disk.
+
+    Returns:
+        A QIcon with every size in ICON_SIZES.
+
+    Raises:
+        FileNotFoundError: when a size did not ship (a packaging bug that the tests catch).
+    """
+    icons = importlib.resources.files("blurapp.assets").joinpath("icons")
+    icon = QIcon()
+    for size in ICON_SIZES:
+        pixmap = QPixmap()
+        if pixmap.loadFromData(icons.joinpath(f"blurapp-{size}.png").read_bytes(), "PNG"):
+            icon.addPixmap(pixmap)
+    return icon
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
@@ -25,7 +48,8 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     app = QApplication.instance()
     if app is None:
         app = QApplication(argv if argv is not None else sys.argv[:1])
-    app.setDesktopFileName("blurapp")
+    app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it
+    app.setWindowIcon(app_icon())  # X11 and the window's title bar use this one
     return app  # type: ignore[return-value]
 
 
