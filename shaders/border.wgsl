@@ -41,12 +41,17 @@ fn border_index(i: i32, n: i32) -> i32 {
     return positive_mod(i, n);
 }
 
-// The src texel that offset (x, y) reads under the border mode.
-fn load_src(x: i32, y: i32) -> vec4<f32> {
-    let sx = border_index(x, params.size.x);
-    let sy = border_index(y, params.size.y);
-    if (sx < 0 || sy < 0) {
+// The src texel at indices (sx, sy) from border_index: the constant where either is -1.
+// Shaders that reuse an index for many loads (a kernel row's columns) map it once.
+fn load_mapped(sx: i32, sy: i32) -> vec4<f32> {
+    // BORDER_MODE is a pipeline constant: the test disappears from the other modes' code.
+    if (BORDER_MODE == 1 && (sx < 0 || sy < 0)) {
         return vec4<f32>(params.constant);
     }
     return textureLoad(src, vec2<i32>(sx, sy), 0);
+}
+
+// The src texel that offset (x, y) reads under the border mode.
+fn load_src(x: i32, y: i32) -> vec4<f32> {
+    return load_mapped(border_index(x, params.size.x), border_index(y, params.size.y));
 }

@@ -34,22 +34,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Correlation anchored at (rows // 2, cols // 2), as in scipy.ndimage.correlate.
     let x0 = x - KW / 2;
     let y0 = y - KH / 2;
-    let inside = x0 >= 0 && y0 >= 0 && x0 + KW <= params.size.x && y0 + KH <= params.size.y;
+    // The border mode maps each column and each row once, not once per tap. One path for all
+    // invocations: lavapipe runs invocations as SIMD lanes and executes both sides of a branch
+    // they take apart, so an interior copy without the mapping cost more than it saved.
+{% for kx in range(kw) %}
+    let sx{$ kx $} = border_index(x0 + {$ kx $}, params.size.x);
+{% endfor %}
     var acc = vec4<f32>(0.0);
-    if (inside) {
-        for (var ky = 0; ky < KH; ky++) {
-            let w = ky * KW;
+    for (var ky = 0; ky < KH; ky++) {
+        let w = ky * KW;
+        let sy = border_index(y0 + ky, params.size.y);
 {% for kx in range(kw) %}
-            acc += weights[w + {$ kx $}] * textureLoad(src, vec2<i32>(x0 + {$ kx $}, y0 + ky), 0);
+        acc += weights[w + {$ kx $}] * load_mapped(sx{$ kx $}, sy);
 {% endfor %}
-        }
-    } else {
-        for (var ky = 0; ky < KH; ky++) {
-            let w = ky * KW;
-{% for kx in range(kw) %}
-            acc += weights[w + {$ kx $}] * load_src(x0 + {$ kx $}, y0 + ky);
-{% endfor %}
-        }
     }
     textureStore(dst, vec2<i32>(x, y), acc);
 }

@@ -6,6 +6,10 @@
 //
 // Up to 65 taps the weights are baked into the code as literals and every tap is unrolled (the
 // pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
+//
+// Every load goes through the border mode (border_index), also in the interior: there its in-range
+// test is one compare. An interior copy of the code without it ran 1.6-1.7 × slower on lavapipe,
+// which runs invocations as SIMD lanes and so executes both sides of a branch they take apart.
 
 struct Params {
     size: vec2<i32>,  // width, height of src and dst
@@ -25,11 +29,11 @@ const BLOCK: i32 = {$ block $};  // outputs per invocation, along y
 
 {% include "border.wgsl" %}
 
-{% macro load(fast, i) %}{% if fast %}textureLoad(src, vec2<i32>(x, top + {$ i $}), 0){% else %}load_src(x, top + {$ i $}){% endif %}{% endmacro %}
-{% macro filter(fast) %}
+{% macro load(i) %}load_mapped(sx, border_index(top + {$ i $}, params.size.y)){% endmacro %}
+{% macro filter() %}
 {% if baked %}
 {% for i in range(block + taps - 1) %}
-        let t{$ i $} = {$ load(fast, i) $};
+        let t{$ i $} = {$ load(i) $};
 {% endfor %}
 {% for o in range(block) %}
         if (y0 + {$ o $} < params.size.y) {
@@ -39,7 +43,7 @@ const BLOCK: i32 = {$ block $};  // outputs per invocation, along y
 {% else %}
         var acc = vec4<f32>(0.0);
         for (var k = 0; k < TAPS; k++) {
-            acc += weights[k] * {$ load(fast, "k") $};
+            acc += weights[k] * {$ load("k") $};
         }
         textureStore(dst, vec2<i32>(x, y0), acc);
 {% endif %}
@@ -53,10 +57,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let top = y0 - TAPS / 2;
-    // Only invocations near the top and bottom edges pay for the border mode.
-    if (top >= 0 && top + BLOCK + TAPS - 1 <= params.size.y) {
-{$ filter(true) $}
-    } else {
-{$ filter(false) $}
-    }
+    let sx = border_index(x, params.size.x);
+{$ filter() $}
 }

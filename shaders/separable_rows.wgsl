@@ -5,6 +5,10 @@
 //
 // Up to 65 taps the weights are baked into the code as literals and every tap is unrolled (the
 // pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
+//
+// Every load goes through the border mode (border_index), also in the interior: there its in-range
+// test is one compare. An interior copy of the code without it ran 1.6-1.7 × slower on lavapipe,
+// which runs invocations as SIMD lanes and so executes both sides of a branch they take apart.
 
 struct Params {
     size: vec2<i32>,  // width, height of src and dst
@@ -24,11 +28,11 @@ const BLOCK: i32 = {$ block $};  // outputs per invocation, along x
 
 {% include "border.wgsl" %}
 
-{% macro load(fast, i) %}{% if fast %}textureLoad(src, vec2<i32>(left + {$ i $}, y), 0){% else %}load_src(left + {$ i $}, y){% endif %}{% endmacro %}
-{% macro filter(fast) %}
+{% macro load(i) %}load_mapped(border_index(left + {$ i $}, params.size.x), sy){% endmacro %}
+{% macro filter() %}
 {% if baked %}
 {% for i in range(block + taps - 1) %}
-        let t{$ i $} = {$ load(fast, i) $};
+        let t{$ i $} = {$ load(i) $};
 {% endfor %}
 {% for o in range(block) %}
         if (x0 + {$ o $} < params.size.x) {
@@ -38,7 +42,7 @@ const BLOCK: i32 = {$ block $};  // outputs per invocation, along x
 {% else %}
         var acc = vec4<f32>(0.0);
         for (var k = 0; k < TAPS; k++) {
-            acc += weights[k] * {$ load(fast, "k") $};
+            acc += weights[k] * {$ load("k") $};
         }
         textureStore(dst, vec2<i32>(x0, y), acc);
 {% endif %}
@@ -52,10 +56,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let left = x0 - TAPS / 2;
-    // Only invocations near the left and right edges pay for the border mode.
-    if (left >= 0 && left + BLOCK + TAPS - 1 <= params.size.x) {
-{$ filter(true) $}
-    } else {
-{$ filter(false) $}
-    }
+    let sy = border_index(y, params.size.y);
+{$ filter() $}
 }

@@ -1,13 +1,13 @@
 """Pick a strategy and a tile for a kernel from its rank and a small cost model, and say why.
 
-The model counts, per output pixel, the multiply-adds a strategy does, the texels it reads from
-global memory and from workgroup memory, and the texels it writes, each weighted in multiply-adds
-(a global read or a write as ``READ_COST``, a workgroup-memory read as ``SHARED_READ_COST``).
-The weights are calibrated on ``blurapp bench`` (docs/PERFORMANCE.md, lavapipe): direct, which
-reads every tap, is the slowest for every radius; tiled runs in 0.5-0.8 of its time; separable,
-which does 2(2R+1) instead of (2R+1)² multiply-adds and writes one intermediate, wins from 3×3
-up. It is deliberately simple: its job is to make the choice that bench confirms and explain it
-in one line.
+The model gives each strategy a time per output pixel, a + b · taps, in units of one direct
+tap, fitted to ``blurapp bench`` on lavapipe at 1024×1024 (docs/PERFORMANCE.md, "How auto
+chooses"): direct reads every tap from global memory (b = 1) but has little else to do; tiled
+pays for its halo load and barrier (a = 10) and then reads taps from workgroup memory at half
+the cost; each separable pass costs a little more than a copy and then almost nothing per tap.
+So separable wins for every rank-1 kernel but 1×1, direct for small non-separable kernels (3×3)
+and tiled from 5×5 up. It is deliberately simple: its job is to make the choice that bench
+confirms and explain it in one line.
 """
 
 from __future__ import annotations
@@ -23,13 +23,35 @@ if TYPE_CHECKING:
 TILE_SIDES = (32, 16, 8)
 VEC4_TEXEL_BYTES = 16  # one vec4<f32> of workgroup memory
 SCALAR_TEXEL_BYTES = 4  # one f32: the channels are then processed one at a time
-READ_COST = 4.0  # a global-memory texel read or write, in multiply-adds
-SHARED_READ_COST = 2.0  # a workgroup-memory read per tap (tiled: 0.5-0.8 × direct's time)
+# Cost per output pixel = FIXED + TAP × taps, in units of one direct tap. Bench, 1024×1024 RGBA
+# f32: direct 39 ms at 3 taps, 73 at 9, 150 at 25, 306 at 49, 620 at 81 (~6 ms a tap); tiled 67,
+# 95, 153, 225, 324; separable 28-40 ms for 3×1 up to 17×17.
+DIRECT_FIXED = 3.0  # indexing, border mapping and the store
+TILED_FIXED = 10.0  # the cooperative halo load, the barrier and the block's stores
+TILED_TAP = 0.5  # a workgroup-memory read and a multiply-add
+LINE_FIXED = 2.1  # per 1-D pass: its reads (a run of outputs shares them) and its store
+LINE_TAP = 0.075  # a multiply-add on registers
 # The scalar halo is loaded and synchronised once per channel: an overhead per tile that
-# small tiles amortise badly (bench on lavapipe: 49×49 at T=32 scalar 0.78 × direct's time,
-# 65×65 at T=16 scalar 1.11 ×). Modelled as a factor 1 + SCALAR_TILE_COST / T on tiled's taps.
-SCALAR_TILE_COST = 16.0
-LINE_BLOCK = 8  # outputs per invocation of a separable 1-D pass (blurapp.gpu.strategies)
+# small tiles amortise badly (bench on lavapipe, 256×256: 49×49 at T=32 scalar 0.78 × direct's
+# time, 65×65 at T=16 scalar 1.19 ×). Modelled as a factor 1 + SCALAR_TILE_COST / T on tiled's taps.
+SCALAR_TILE_COST = 20.0
+BAKED_TAPS = 65  # up to this many taps a 1-D pass has its weights baked in and unrolled
+
+
+def line_block(taps: int) -> int:
+    """Outputs each invocation of a separable 1-D pass computes for a ``taps``-long kernel.
+
+    A run of B outputs reads B + taps - 1 texels into registers instead of B × taps. Measured
+    on lavapipe at 3840×2160 (docs/PERFORMANCE.md): 16 outputs are fastest from 15 to 33 taps
+    (R=8: 0.87-0.93 × the time of 8), 8 below (R=2: 16 takes 1.23 × the time of 8) and above
+    (the unrolled code grows as block × taps); past BAKED_TAPS the pass loops over a weights
+    buffer, one output per invocation.
+    """
+    if taps > BAKED_TAPS:
+        return 1
+    if 15 <= taps <= 33:
+        return 16
+    return 8
 
 
 @dataclass(frozen=True)
@@ -157,67 +179,32 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
     if taps == 1:
         return Plan("direct", None, "1×1 kernel: one tap per pixel, nothing to share; direct")
 
+    if rank <= 1:
+        # Two 1-D passes cost about two copies whatever the taps (LINE_TAP is small): cheaper
+        # than one 2-D pass of any kernel larger than 1×1 (bench: box:3x1 separable 30 ms,
+        # direct 39; box:2 38 and 45; 17×17 40 and 2168).
+        if rows == 1 or cols == 1:
+            n = max(rows, cols)
+            block = line_block(n)
+            reads = (block + n - 1) / block
+            return Plan(
+                "separable",
+                None,
+                f"1-D {size} kernel: separable's pass reads {reads:.2f} texels per pixel "
+                f"(a run of {block} outputs shares its loads) instead of direct's {taps}",
+            )
+        sep_taps = rows + cols
+        if sep_taps < taps:
+            why = f"separable does {sep_taps} multiply-adds per pixel instead of {taps}"
+        else:
+            why = f"two 1-D passes of {cols} and {rows} taps cost less than one 2-D pass"
+        return Plan("separable", None, f"rank {rank}, {size} taps: {why}")
+
     tile: TileChoice | None
     try:
         tile = choose_tile((rows, cols), limits)
     except StrategyError:
         tile = None
-    direct_cost = taps * (1.0 + READ_COST) + READ_COST
-    tiled_cost = float("inf")
-    one_d = rows == 1 or cols == 1
-    # A 1-row or 1-column kernel leaves a 2-D tile nothing to share along the other axis: its
-    # halo load and barrier are pure overhead (bench: box:3x1 tiled 1.8 × direct's time).
-    if tile is not None and not one_d:
-        per_tap = 1.0 + SHARED_READ_COST
-        if tile.layout == "scalar":
-            per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
-        halo_reads = halo_texels(tile.tile, (rows, cols)) / tile.tile**2
-        tiled_cost = taps * per_tap + READ_COST * (halo_reads + 1.0)
-    sep_taps = rows + cols
-    sep_cost = float("inf")
-    if rank <= 1:
-        # Each pass: its taps, a run of LINE_BLOCK outputs read with its 1-D halo, one write.
-        sep_cost = sum(
-            n + READ_COST * ((LINE_BLOCK + n - 1) / LINE_BLOCK + 1.0) for n in (rows, cols)
-        )
-
-    best = min(direct_cost, tiled_cost, sep_cost)
-    if best == sep_cost:
-        if one_d:
-            n = max(rows, cols)
-            reads = (LINE_BLOCK + n - 1) / LINE_BLOCK
-            return Plan(
-                "separable",
-                None,
-                f"1-D {size} kernel: separable's pass reads {reads:.2f} texels per pixel "
-                f"(a run of {LINE_BLOCK} outputs shares its loads) instead of direct's {taps}",
-            )
-        return Plan(
-            "separable",
-            None,
-            f"rank {rank}, {size} taps: separable does {sep_taps} multiply-adds per pixel "
-            f"instead of {taps}",
-        )
-    if best == tiled_cost and tile is not None:
-        per_px = halo_texels(tile.tile, (rows, cols)) / tile.tile**2
-        why_not_sep = (
-            f"rank {rank}, so not separable"
-            if rank > 1
-            else f"separable's second pass costs more than it saves on {taps} taps"
-        )
-        return Plan(
-            "tiled",
-            tile.tile,
-            f"{why_not_sep}; tiled T={tile.tile} reads {per_px:.2f} texels per pixel from "
-            f"global memory instead of {taps}",
-        )
-    if one_d:
-        return Plan(
-            "direct",
-            None,
-            f"1-D {size} kernel: nothing for a 2-D tile to share, and separable's second "
-            f"(1-tap) pass costs more than it saves on {taps} taps; direct",
-        )
     if tile is None:
         return Plan(
             "direct",
@@ -225,10 +212,30 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
             f"rank {rank}, {size} taps: the halo does not fit workgroup memory "
             f"({limits.workgroup_storage} bytes); direct reads every tap from global memory",
         )
+    direct_cost = DIRECT_FIXED + taps
+    per_tap = TILED_TAP
+    if tile.layout == "scalar":
+        per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
+    tiled_cost = TILED_FIXED + taps * per_tap
+    if tiled_cost < direct_cost:
+        per_px = halo_texels(tile.tile, (rows, cols)) / tile.tile**2
+        return Plan(
+            "tiled",
+            tile.tile,
+            f"rank {rank}, so not separable; tiled T={tile.tile} reads {per_px:.2f} texels per "
+            f"pixel from global memory instead of {taps}",
+        )
+    if tile.layout == "scalar":
+        return Plan(
+            "direct",
+            None,
+            f"rank {rank}, {size} taps: only a {tile.tile}×{tile.tile} tile with a one-channel "
+            "halo fits workgroup memory, and reloading it per channel costs more than direct's "
+            "global reads",
+        )
     return Plan(
         "direct",
         None,
-        f"rank {rank}, {size} taps: only a {tile.tile}×{tile.tile} tile with a one-channel "
-        "halo fits workgroup memory, and reloading it per channel costs more than direct's "
-        "global reads",
+        f"rank {rank}, {size} taps: too few taps for tiled's halo load and barrier to pay off; "
+        f"direct reads its {taps} taps from global memory",
     )

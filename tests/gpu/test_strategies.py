@@ -71,9 +71,9 @@ def test_separable_and_transpose_passes() -> None:
     assert [p.out_size for p in tr] == [(50, 30), (30, 50), (30, 50), (50, 30)]
     assert tr[0].shader == tr[2].shader == "separable_rows"
     assert tr[1].bytes_modelled == tr[3].bytes_modelled == 2 * 50 * 30 * T
-    # Each invocation of the row pass reads its 8 outputs plus the 16-texel halo once.
-    assert line_block(17) == 8
-    assert sep[0].bytes_modelled == (math.ceil(50 / 8) * 30 * (8 + 16) + 1500) * T
+    # Each invocation of the row pass reads its 16 outputs plus the 16-texel halo once.
+    assert line_block(17) == 16 and line_block(9) == 8
+    assert sep[0].bytes_modelled == (math.ceil(50 / 16) * 30 * (16 + 16) + 1500) * T
     assert sep[1].bytes_modelled == (50 * math.ceil(30 / 8) * (8 + 8) + 1500) * T
     # Fewer texels than one read per tap: the point of computing a run of outputs.
     assert sep[0].bytes_modelled < (50 * 30 * 17 + 1500) * T
@@ -81,7 +81,16 @@ def test_separable_and_transpose_passes() -> None:
 
 @pytest.mark.parametrize(
     ("taps", "block", "baked"),
-    [(1, 8, True), (33, 8, True), (65, 4, True), (66, 1, False), (513, 1, False)],
+    [
+        (1, 8, True),
+        (14, 8, True),
+        (15, 16, True),
+        (33, 16, True),
+        (34, 8, True),
+        (65, 8, True),
+        (66, 1, False),
+        (513, 1, False),
+    ],
 )
 def test_line_pass_blocks_and_baking(taps, block, baked) -> None:
     k = Kernel.parse(f"box:{taps}x1")
