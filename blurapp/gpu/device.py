@@ -15,6 +15,7 @@ from typing import Any
 
 from blurapp.core.errors import GpuUnavailableError
 from blurapp.core.planner import DeviceLimits
+from blurapp.gpu import cffi_speedup
 
 __all__ = ["ADAPTER_ENV", "GpuContext", "get_device", "select_adapter"]
 
@@ -137,6 +138,9 @@ def select_adapter(adapters: Sequence[Any], wanted: str | None = None) -> Any:
 
 
 def _create_context() -> GpuContext:
+    # wgpu-py's first use of each C type costs a pycparser run over its whole header; this
+    # makes it cost a run over the type alone (1.6 s off creating the device here).
+    cffi_speedup.install()
     try:
         import wgpu
 
