@@ -179,10 +179,11 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
     if taps == 1:
         return Plan("direct", None, "1×1 kernel: one tap per pixel, nothing to share; direct")
 
-    if rank <= 1:
-        # Two 1-D passes cost about two copies whatever the taps (LINE_TAP is small): cheaper
-        # than one 2-D pass of any kernel larger than 1×1 (bench: box:3x1 separable 30 ms,
-        # direct 39; box:2 38 and 45; 17×17 40 and 2168).
+    direct_cost = DIRECT_FIXED + taps
+    # Two 1-D passes cost about two copies whatever the taps (LINE_TAP is small): less than
+    # one 2-D pass of any kernel larger than 1×1 (bench: box:3x1 separable 30 ms, direct 39;
+    # box:2 38 and 45; 17×17 40 and 2168).
+    if rank <= 1 and 2 * LINE_FIXED + LINE_TAP * (rows + cols) < direct_cost:
         if rows == 1 or cols == 1:
             n = max(rows, cols)
             block = line_block(n)
@@ -212,7 +213,6 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
             f"rank {rank}, {size} taps: the halo does not fit workgroup memory "
             f"({limits.workgroup_storage} bytes); direct reads every tap from global memory",
         )
-    direct_cost = DIRECT_FIXED + taps
     per_tap = TILED_TAP
     if tile.layout == "scalar":
         per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
