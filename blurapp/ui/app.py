@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 from blurapp import __version__
 from blurapp.core.errors import BlurappError
+from blurapp.gpu.device import ensure_runtime_dir
 
 ORGANIZATION = "blurapp"
 APPLICATION = "blurapp"
@@ -47,6 +48,7 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance()
     if app is None:
+        ensure_runtime_dir()  # before Qt and the Vulkan driver look for one
         app = QApplication(argv if argv is not None else sys.argv[:1])
     app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it
     app.setWindowIcon(app_icon())  # X11 and the window's title bar use this one
