@@ -48,7 +48,7 @@ def test_baked_weights_are_unrolled_literals() -> None:
     assert code.count("0.25 * t7 + 0.5 * t8 + 0.25 * t9") == 1
     # One path for every invocation, the border mode applied on every load (no interior copy).
     assert code.count("textureLoad(") == 1
-    assert code.count("load_mapped(border_index(left + ") == 10
+    assert code.count("load_mapped(border_index(start + ") == 10
     assert "weights[k]" not in code
     looped = load_shader(**{"name": "separable_cols", **STRATEGY_SHADERS["separable_cols"]})
     assert "weights[k]" in looped
