@@ -1,7 +1,7 @@
 // Border addressing shared by every filter shader (included by the strategy shaders).
 //
-// The including shader declares `src` (texture_2d<f32>) and `params` (a uniform whose `size`
-// is src's width and height and whose `constant` is the border value).
+// The including shader includes bindings.wgsl first: `src`, and `params` (whose `size` is src's
+// width and height and whose `constant` is the border value).
 
 // BorderMode value from blurapp.core.borders: 0 clamp, 1 constant, 2 reflect, 3 mirror, 4 wrap.
 override BORDER_MODE: i32 = 0;

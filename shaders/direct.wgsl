@@ -3,21 +3,11 @@
 //
 // The kernel's columns are unrolled ({$ kw $} of them, a template parameter) and its rows are a
 // loop: a compiler that runs invocations as SIMD lanes (lavapipe) or a GPU both do best with
-// straight-line loads and FMAs. An invocation whose whole window lies inside the image reads
-// the texels as they are; only those near the edges pay for the border arithmetic.
+// straight-line loads and FMAs. The border mode maps each of the window's columns and rows
+// once per invocation (see main).
 
-struct Params {
-    size: vec2<i32>,  // width, height of src and dst
-    constant: f32,    // border value for BorderMode.CONSTANT
-    channels: i32,    // channels that carry data (1..4)
-}
-
-@group(0) @binding(0) var src: texture_2d<f32>;
-// dst_format: rgba32float, or rgba8unorm for the last pass when the caller wants 8-bit output
-// (the store rounds to nearest and clamps to [0, 1]); intermediates always stay rgba32float.
-@group(0) @binding(1) var dst: texture_storage_2d<{$ dst_format | default("rgba32float") $}, write>;
+{% include "bindings.wgsl" %}
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
-@group(0) @binding(3) var<uniform> params: Params;
 
 const KW: i32 = {$ kw $};  // kernel columns (the unrolled ones)
 override KH: i32 = 3;      // kernel rows

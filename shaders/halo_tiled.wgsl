@@ -13,19 +13,9 @@
 // f32 channel at a time, a quarter of the memory, so that big kernels still fit: the workgroup
 // then loops over the channels, reloading the halo for each.
 
-struct Params {
-    size: vec2<i32>,  // width, height of src and dst
-    constant: f32,    // border value for BorderMode.CONSTANT
-    channels: i32,    // channels that carry data (1..4)
-}
-
-@group(0) @binding(0) var src: texture_2d<f32>;
-// dst_format: rgba32float, or rgba8unorm for the last pass when the caller wants 8-bit output
-// (the store rounds to nearest and clamps to [0, 1]); intermediates always stay rgba32float.
-@group(0) @binding(1) var dst: texture_storage_2d<{$ dst_format | default("rgba32float") $}, write>;
+{% include "bindings.wgsl" %}
 // (BLOCK_H - 1) zero rows, the KH × KW kernel row-major, (BLOCK_H - 1) zero rows.
 @group(0) @binding(2) var<storage, read> weights: array<f32>;
-@group(0) @binding(3) var<uniform> params: Params;
 
 {% include "border.wgsl" %}
 

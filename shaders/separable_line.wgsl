@@ -13,18 +13,9 @@
 // lavapipe, which runs invocations as SIMD lanes and so executes both sides of a branch they
 // take apart.
 
-struct Params {
-    size: vec2<i32>,  // width, height of src and dst
-    constant: f32,    // border value along the pass (column pass: the row pass applied to V)
-    channels: i32,    // channels that carry data (1..4)
-}
-
-@group(0) @binding(0) var src: texture_2d<f32>;
-// dst_format: rgba32float, or rgba8unorm for the last pass when the caller wants 8-bit output
-// (the store rounds to nearest and clamps to [0, 1]); intermediates always stay rgba32float.
-@group(0) @binding(1) var dst: texture_storage_2d<{$ dst_format | default("rgba32float") $}, write>;
+{% include "bindings.wgsl" %}
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // TAPS 1-D factors
-@group(0) @binding(3) var<uniform> params: Params;
+// params.constant: the border value along the pass (column pass: the row pass applied to V).
 
 const TAPS: i32 = {$ taps $};  // length of the 1-D kernel, anchored at TAPS / 2
 const BLOCK: i32 = {$ block $};  // outputs per invocation, along the pass

@@ -3,17 +3,8 @@
 // A workgroup of TILE×ROWS invocations moves the tile, each invocation TILE / ROWS texels a
 // column apart (CUDA's classic transpose): fewer invocations share the one barrier.
 
-struct Params {
-    size: vec2<i32>,  // width, height of src; dst is height × width
-    constant: f32,    // unused here; kept so every pass shares one bind group layout
-    channels: i32,
-}
-
-@group(0) @binding(0) var src: texture_2d<f32>;
-// dst_format: rgba32float, or rgba8unorm for the last pass when the caller wants 8-bit output
-// (the store rounds to nearest and clamps to [0, 1]); intermediates always stay rgba32float.
-@group(0) @binding(1) var dst: texture_storage_2d<{$ dst_format | default("rgba32float") $}, write>;
-@group(0) @binding(3) var<uniform> params: Params;
+{% include "bindings.wgsl" %}
+// params.size is src's (dst is height × width); params.constant and binding 2 are not used.
 
 const TILE: i32 = {$ tile $};
 const ROWS: i32 = {$ rows $};
