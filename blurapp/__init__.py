@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from blurapp.engine import FilterResult
+    from blurapp.pipeline import FilterResult
 
 
 def filter_image(image: Any, kernel: Any, **kwargs: Any) -> FilterResult:
-    """Filter ``image`` with ``kernel``; see :func:`blurapp.engine.filter_image`."""
-    from blurapp.engine import filter_image as _filter_image
+    """Filter ``image`` with ``kernel``; see :func:`blurapp.pipeline.filter_image`."""
+    from blurapp.pipeline import filter_image as _filter_image
 
     return _filter_image(image, kernel, **kwargs)
 

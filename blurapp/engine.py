@@ -1,38 +1,27 @@
-"""The one filtering API that the command line, batch mode, the GUI and the benchmarks share.
+"""Run a kernel over normalised floats: plan ``auto``, then the numpy reference (``cpu``) or a
+GPU strategy, which is imported only when one is asked for.
 
-It resolves specs, plans ``auto``, converts numbers (DESIGN.md "Numbers") and dispatches to the
-numpy reference (``cpu``) or to the GPU strategies, which are imported only when one is asked for.
+Pixels (stored types, alpha, linear light, range, quantisation) are :mod:`blurapp.pipeline`'s
+job; it, the strategies view and ``blurapp bench`` call :func:`filter_float`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 
 import numpy as np
 
+from blurapp.core import strategies
 from blurapp.core.borders import Border
 from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
-from blurapp.core.numbers import check_image, from_float, to_float
+from blurapp.core.numbers import from_float, to_float
 from blurapp.core.planner import DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
 from blurapp.core.timing import PassTiming, Timing
 
-STRATEGIES = ("auto", "direct", "tiled", "separable", "transpose", "cpu")
-GPU_STRATEGIES = ("direct", "tiled", "separable", "transpose")
 OUTPUTS = ("rgba32f", "rgba8")  # filter_float's result formats (float32/64, or uint8)
-
-
-@dataclass(frozen=True)
-class FilterResult:
-    """A filtered image, how long it took, which strategy ran and (for ``auto``) why."""
-
-    image: np.ndarray
-    timing: Timing
-    strategy: str
-    reason: str
 
 
 def as_kernel(kernel: Kernel | str) -> Kernel:
@@ -41,18 +30,9 @@ def as_kernel(kernel: Kernel | str) -> Kernel:
 
 
 def why_not(strategy: str, kernel: Kernel) -> str | None:
-    """Why ``strategy`` cannot run ``kernel``, or ``None`` when it can.
-
-    GPU strategies answer for themselves (:mod:`blurapp.gpu.strategies` imports no wgpu, so
-    asking creates no device); ``auto`` and ``cpu`` run every kernel.
-    """
-    if strategy not in STRATEGIES:
-        return f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}"
-    if strategy in GPU_STRATEGIES:
-        from blurapp.gpu.strategies import get_strategy
-
-        return get_strategy(strategy).why_not(kernel)
-    return None
+    """Why ``strategy`` cannot run ``kernel``, or ``None`` when it can (the registry answers,
+    so asking creates no device)."""
+    return strategies.why_not(strategy, kernel)
 
 
 def gpu_limits() -> DeviceLimits | None:
@@ -90,7 +70,7 @@ def filter_float(
             as they are.
         kernel: a :class:`Kernel` or a spec string.
         border: a :class:`Border` or a border name (``"mirror"``, ``"constant=0.5"``, ...).
-        strategy: one of :data:`STRATEGIES`.
+        strategy: a name of :data:`blurapp.core.strategies.STRATEGIES`.
         tile: the tile side for ``tiled`` (8, 16 or 32); ``None`` lets the planner choose.
         storage: the GPU input texture's format, ``"rgba32f"``, ``"rgba16f"`` or ``"rgba8"``
             (x rounded to it on upload; accumulation stays f32). ``cpu`` ignores it.
@@ -118,11 +98,11 @@ def filter_float(
     if problem:
         raise StrategyError(problem)
     reason = ""
-    if strategy == "auto":
+    if strategies.STRATEGIES[strategy].runs_on == "planner":
         chosen = plan(kernel, gpu_limits())
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile
-    if strategy == "cpu":
+    if strategies.STRATEGIES[strategy].runs_on == "cpu":
         if storage == "rgba8" and x.dtype == np.uint8:
             x = to_float(x)  # the same v / 255 the rgba8unorm texture would hold
         start = time.perf_counter()
@@ -133,7 +113,8 @@ def filter_float(
         if convert is not None:
             result = convert(result)
         pixels = int(x.shape[0] * x.shape[1])
-        return result, Timing((PassTiming("reference", ms, 0),), "wall", pixels, ms), "cpu", reason
+        timing = Timing((PassTiming("reference", ms, 0),), "wall", pixels, ms)
+        return result, timing, strategy, reason
 
     from blurapp.gpu.engine import get_filter
 
@@ -153,73 +134,3 @@ def filter_float(
         input_key=input_key,
     )
     return result, timing, strategy, reason
-
-
-def filter_image(
-    image: np.ndarray,
-    kernel: Kernel | str,
-    *,
-    border: Border | str = "clamp",
-    strategy: str = "auto",
-    tile: int | None = None,
-    convolve: bool = False,
-    range_mode: str = "clamp",
-    input_key: Hashable | None = None,
-) -> FilterResult:
-    """Filter an image with a kernel and return it in the input's dtype and shape.
-
-    Arguments:
-        image: H×W or H×W×C (C ≤ 4) array of uint8, uint16, float32 or float64.
-        kernel: a :class:`Kernel` or a spec string such as ``"gaussian:sigma=2"``.
-        border: border mode (DESIGN.md table), e.g. ``"mirror"`` or ``"constant=0.5"``.
-        strategy: ``auto``, ``direct``, ``tiled``, ``separable``, ``transpose`` or ``cpu``.
-        tile: tile side for ``tiled``.
-        convolve: flip the kernel (convolution instead of correlation).
-        range_mode: how signed results map into integer outputs: ``clamp``, ``abs``,
-            ``offset`` or ``normalize``.
-        input_key: a hashable that names ``image``'s pixels, for callers that filter the same
-            image again and again (a live preview): when the GPU's input texture already holds
-            the pixels of an equal key, they are not uploaded again. Equal keys must mean equal
-            pixels; ``None`` (the default) uploads every time.
-
-    8-bit images go to the GPU as they are (an rgba8unorm texture holds exactly v / 255) and,
-    in ``clamp`` range mode, come back from an rgba8unorm texture that clamps and rounds to
-    nearest: a quarter of the bytes each way and no float copies. The values are the float
-    path's except where a result lies within float32 rounding of a .5 tie.
-
-    Returns:
-        A :class:`FilterResult`.
-
-    Example:
-        >>> import numpy as np, blurapp
-        >>> img = np.zeros((5, 5), np.uint8); img[2, 2] = 255
-        >>> blurapp.filter_image(img, "box:3", strategy="cpu").image[1:4, 1:4].tolist()
-        [[28, 28, 28], [28, 28, 28], [28, 28, 28]]
-    """
-    if not isinstance(image, np.ndarray):
-        raise UsageError(f"image must be a numpy array, not {type(image).__name__}")
-    check_image(image)
-    kernel = as_kernel(kernel)
-    if convolve:
-        kernel = kernel.flipped()
-    start = time.perf_counter()
-    squeeze = image.ndim == 2
-    key = None if input_key is None else (input_key, image.dtype.str, image.shape)
-    if image.dtype == np.uint8 and strategy != "cpu":
-        pixels = image[:, :, np.newaxis] if squeeze else image
-        output = "rgba8" if range_mode == "clamp" else "rgba32f"
-        result, timing, ran, reason = filter_float(
-            pixels, kernel, border, strategy, tile, storage="rgba8", output=output, input_key=key
-        )
-        if result.dtype == np.uint8:
-            out = result[:, :, 0] if squeeze else result
-        else:
-            out = from_float(result, image.dtype, range_mode=range_mode, squeeze=squeeze)
-    else:
-        result, timing, ran, reason = filter_float(
-            to_float(image), kernel, border, strategy, tile, input_key=key
-        )
-        out = from_float(result, image.dtype, range_mode=range_mode, squeeze=squeeze)
-    wall_ms = (time.perf_counter() - start) * 1e3
-    timing = Timing(timing.passes, timing.timer, timing.pixels, wall_ms)
-    return FilterResult(out, timing, ran, reason)

@@ -1,4 +1,5 @@
-"""blurapp.engine.filter_image: the public API's 8-bit fast path and input reuse."""
+"""blurapp.filter_image (the pixel pipeline): the public API's 8-bit fast path, input reuse,
+and alpha premultiplied by default."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_8bit_images_match_the_reference_within_one_level(
     image = _photo(shape, sum(shape))
     spec = "gaussian:sigma=1.5" if strategy in ("separable", "transpose") else "sobel:x"
     result = blurapp.filter_image(image, spec, border="mirror", strategy=strategy,
-                                  range_mode=range_mode)  # fmt: skip
+                                  range_mode=range_mode, alpha="straight")  # fmt: skip
     want = _expected(image, spec, "mirror", range_mode)
     assert result.image.dtype == np.uint8
     assert result.image.shape == image.shape
@@ -90,3 +91,22 @@ def test_16bit_images_on_the_cpu_keep_the_float64_path() -> None:
     got = blurapp.filter_image(image, "box:3", strategy="cpu", border="reflect").image
     assert got.dtype == np.uint16
     np.testing.assert_array_equal(got, _expected(image, "box:3", "reflect", "clamp"))
+
+
+@pytest.mark.parametrize("strategy", ["cpu", pytest.param("auto", marks=pytest.mark.gpu)])
+def test_alpha_is_premultiplied_unless_asked_otherwise(request, strategy: str) -> None:
+    """A half-transparent red | opaque green edge: no red fringe on the green side by default
+    (DESIGN.md "Numbers"); ``alpha="straight"`` blurs the colour as it is stored."""
+    if strategy != "cpu":
+        request.getfixturevalue("gpu")
+    image = np.zeros((9, 16, 4), np.uint8)
+    image[:, :8] = (255, 0, 0, 10)
+    image[:, 8:] = (0, 255, 0, 255)
+    pre = blurapp.filter_image(image, "gaussian:sigma=3", strategy=strategy).image
+    straight = blurapp.filter_image(
+        image, "gaussian:sigma=3", strategy=strategy, alpha="straight"
+    ).image
+    # Right of the edge, the red of a nearly invisible neighbour must not show.
+    assert pre[4, 9, 0] <= 5 and pre[4, 9, 1] >= 245
+    assert straight[4, 9, 0] > 40
+    np.testing.assert_array_equal(pre[..., 3], straight[..., 3])

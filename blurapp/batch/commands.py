@@ -15,34 +15,28 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from blurapp.batch.pipeline import (
     BatchInterrupted,
     EncodeSettings,
     FileRecord,
-    FilterOutcome,
-    FilterSettings,
     process_file,
     run_pipeline,
 )
 from blurapp.core.errors import UsageError
+from blurapp.core.filterspec import FilterSpec
+
+if TYPE_CHECKING:
+    from blurapp.pipeline import FilterResult
 from blurapp.core.imageio import format_from_path
 
 __all__ = ["format_timing", "run_apply", "run_batch", "settings_from_args"]
 
 
-def settings_from_args(args: argparse.Namespace) -> tuple[FilterSettings, EncodeSettings]:
-    """Checked filter and encoder settings from apply's or batch's options."""
-    settings = FilterSettings.create(
-        args.kernel,
-        args.border,
-        args.strategy,
-        args.tile,
-        convolve=args.convolve,
-        range_mode=args.range_mode,
-        alpha=args.alpha,
-        linear=args.linear,
-    )
+def settings_from_args(args: argparse.Namespace) -> tuple[FilterSpec, EncodeSettings]:
+    """The checked filter spec and encoder settings of apply's or batch's options."""
+    spec = FilterSpec.from_namespace(args)
     encode = EncodeSettings(
         quality=args.quality,
         compress_level=args.compress_level,
@@ -50,10 +44,10 @@ def settings_from_args(args: argparse.Namespace) -> tuple[FilterSettings, Encode
         overwrite=args.overwrite,
         max_pixels=int(args.max_megapixels * 1e6),
     )
-    return settings, encode
+    return spec, encode
 
 
-def format_timing(outcome: FilterOutcome) -> str:
+def format_timing(outcome: FilterResult) -> str:
     """The ``--timing`` lines: strategy and reason, passes, timer, Mpix/s and modelled GB/s."""
     t = outcome.timing
     lines = [
@@ -77,7 +71,7 @@ def format_timing(outcome: FilterOutcome) -> str:
 
 def run_apply(args: argparse.Namespace) -> int:
     """``blurapp apply IN -o OUT --kernel SPEC ...``; returns the exit code."""
-    settings, encode = settings_from_args(args)
+    spec, encode = settings_from_args(args)
     source, output = Path(args.input), Path(args.output)
     fmt = format_from_path(output)
     if not os.path.lexists(source):
@@ -89,7 +83,7 @@ def run_apply(args: argparse.Namespace) -> int:
     folder = output.parent if str(output.parent) else Path(".")
     if not folder.is_dir():
         raise UsageError(f"the output folder {folder} does not exist")
-    _image, outcome = process_file(source, output, fmt, settings, encode)
+    _image, outcome = process_file(source, output, fmt, spec, encode)
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
     return 0
@@ -118,7 +112,7 @@ def run_batch(args: argparse.Namespace) -> int:
     from blurapp.batch.progress import Progress
     from blurapp.batch.report import build_report, write_report
 
-    settings, encode = settings_from_args(args)
+    spec, encode = settings_from_args(args)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir} is not a folder")
@@ -150,12 +144,12 @@ def run_batch(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         with _sigterm_as_interrupt():
-            records = run_pipeline(to_run, settings, encode, workers=args.jobs, on_done=on_done)
+            records = run_pipeline(to_run, spec, encode, workers=args.jobs, on_done=on_done)
     except BatchInterrupted as stopped:
         progress.close()
         if args.report:  # an interrupted run's report still says what was written
             wall_s = time.perf_counter() - start
-            write_report(args.report, build_report(ordered(stopped.records), settings, wall_s))
+            write_report(args.report, build_report(ordered(stopped.records), spec, wall_s))
         raise
     finally:
         progress.close()
@@ -163,7 +157,7 @@ def run_batch(args: argparse.Namespace) -> int:
 
     rows = ordered(records)
     if args.report:
-        write_report(args.report, build_report(rows, settings, wall_s))
+        write_report(args.report, build_report(rows, spec, wall_s))
     failed = sum(1 for r in rows if r.status == "failed")
     written = sum(1 for r in rows if r.status == "ok")
     if not args.quiet:

@@ -1,8 +1,8 @@
 """The options of ``blurapp apply`` and ``blurapp batch`` (DESIGN.md "Command line").
 
-This module imports nothing heavy: it runs for every ``blurapp --help``. Values are checked when
-the command runs (blurapp.batch.commands), against the registries in blurapp.engine and
-blurapp.core; tests/batch/test_options.py checks that the names listed here match them.
+This module imports nothing heavy: it runs for every ``blurapp --help``. The filter's options
+are :func:`blurapp.core.filterspec.add_filter_arguments`, so that the command line and the GUI's
+"Export CLI" build the same :class:`FilterSpec`; values are checked when the command runs.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 
-# Shown in --help only; the engine's and numbers' registries are the ones that decide.
-_STRATEGY_HELP = "auto, direct, tiled, separable, transpose or cpu"
-_RANGE_HELP = "clamp, abs, offset or normalize"
+from blurapp.core.filterspec import add_filter_arguments
+
 _FORMATS = ("png", "jpg", "tiff", "webp", "bmp", "npy")
 
 
@@ -44,51 +43,8 @@ def _positive_float(text: str) -> float:
 
 
 def _add_filter_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by apply and batch: the filter, the numbers and the encoders."""
-    g = p.add_argument_group("filter")
-    g.add_argument(
-        "--kernel",
-        "-k",
-        required=True,
-        metavar="SPEC",
-        help="kernel spec, e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json",
-    )
-    g.add_argument(
-        "--border",
-        default="clamp",
-        metavar="MODE",
-        help="clamp, zero, constant=V, reflect, mirror or wrap (default: clamp)",
-    )
-    g.add_argument(
-        "--strategy",
-        default="auto",
-        metavar="S",
-        help=f"{_STRATEGY_HELP} (default: auto, the planner picks and says why)",
-    )
-    g.add_argument(
-        "--tile", type=_int_in(1, None, "tile"), metavar="T", help="tile side for --strategy tiled"
-    )
-    g.add_argument(
-        "--convolve", action="store_true", help="flip the kernel (convolution, not correlation)"
-    )
-    g.add_argument(
-        "--range",
-        dest="range_mode",
-        default="clamp",
-        metavar="MODE",
-        help=f"signed results in integer files: {_RANGE_HELP} (default: clamp)",
-    )
-    g.add_argument(
-        "--alpha",
-        choices=("premultiply", "straight"),
-        default="premultiply",
-        help="images with alpha: filter premultiplied colour (default, no fringes) or straight",
-    )
-    g.add_argument(
-        "--linear",
-        action="store_true",
-        help="filter in linear light: sRGB decoded before, encoded after",
-    )
+    """Options shared by apply and batch: the filter (a FilterSpec), the numbers, the encoders."""
+    add_filter_arguments(p.add_argument_group("filter"))
     e = p.add_argument_group("files")
     e.add_argument(
         "--quality",

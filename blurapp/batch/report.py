@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from blurapp import __version__
-from blurapp.batch.pipeline import FileRecord, FilterSettings
+from blurapp.batch.pipeline import FileRecord
+from blurapp.core.filterspec import FilterSpec
 from blurapp.core.imageio import atomic_output
 
 __all__ = ["REPORT_VERSION", "STATUSES", "build_report", "write_report"]
@@ -35,7 +36,7 @@ def _row(r: FileRecord) -> dict[str, Any]:
 
 
 def build_report(
-    records: Sequence[FileRecord], settings: FilterSettings, wall_s: float
+    records: Sequence[FileRecord], settings: FilterSpec, wall_s: float
 ) -> dict[str, Any]:
     """The report as a dict.
 
@@ -57,9 +58,13 @@ def build_report(
             "kernel": settings.kernel.spec,
             "border": settings.border.name,
             "strategy": settings.strategy,
+            "tile": settings.tile,
+            "convolve": settings.convolve,
             "range": settings.range_mode,
             "alpha": settings.alpha,
             "linear": settings.linear,
+            "dtype": settings.dtype,
+            "argv": settings.to_argv(),
         },
         "files": [_row(r) for r in records],
         "totals": {

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from blurapp.core.errors import StrategyError
+from blurapp.core.strategies import STRATEGIES
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -154,6 +155,10 @@ class Plan:
     strategy: str
     tile: int | None
     reason: str
+
+    def __post_init__(self) -> None:
+        if STRATEGIES.get(self.strategy) is None or STRATEGIES[self.strategy].runs_on == "planner":
+            raise ValueError(f"the planner chose {self.strategy!r}, which is not a strategy")
 
     def to_dict(self) -> dict[str, object]:
         return {"strategy": self.strategy, "tile": self.tile, "reason": self.reason}

@@ -4,7 +4,8 @@ A strategy turns (kernel, border, image size, device limits) into a list of :cla
 which shader runs with which template parameters and override constants, which texture it
 reads and writes, its weights, its dispatch size and the global-memory bytes it is modelled
 to move. :class:`blurapp.gpu.engine.GpuFilter` executes that list; adding a strategy is adding
-one class here (plus its shader) and one entry in :data:`STRATEGIES`.
+one class here (plus its shader) and one entry in the registry of names,
+:data:`blurapp.core.strategies.STRATEGIES` (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from blurapp.core import strategies as registry
 from blurapp.core.errors import StrategyError
 from blurapp.core.planner import BAKED_TAPS, DeviceLimits, choose_tile, line_block, tile_block
 
@@ -122,12 +124,20 @@ def with_output(passes: tuple[PassSpec, ...], output: str) -> tuple[PassSpec, ..
 class Strategy(ABC):
     """How one GPU strategy runs a kernel; stateless, one instance per registry entry."""
 
-    name: ClassVar[str]
-    summary: ClassVar[str]
+    name: ClassVar[str]  # its entry in blurapp.core.strategies.STRATEGIES
+
+    @property
+    def info(self) -> registry.StrategyInfo:
+        """The registry entry: summary, colour, what it needs."""
+        return registry.STRATEGIES[self.name]
+
+    @property
+    def summary(self) -> str:
+        return self.info.summary
 
     def why_not(self, kernel: Kernel) -> str | None:
         """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can."""
-        return None
+        return self.info.why_not(kernel)
 
     def check(self, kernel: Kernel) -> None:
         """Raise :class:`StrategyError` with :meth:`why_not`'s line when it cannot run."""
@@ -164,7 +174,6 @@ class Strategy(ABC):
 
 class DirectStrategy(Strategy):
     name = "direct"
-    summary = "one invocation per output pixel, every tap read from global memory"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         rows, cols = _check_kernel_size(kernel)
@@ -192,7 +201,6 @@ class DirectStrategy(Strategy):
 
 class TiledStrategy(Strategy):
     name = "tiled"
-    summary = "T×T output tile with its halo in workgroup memory, a block of outputs per invocation"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         rows, cols = _check_kernel_size(kernel)
@@ -329,15 +337,6 @@ def _transpose_pass(name: str, size: tuple[int, int], src: str, dst: str) -> Pas
 
 
 class _RankOneStrategy(Strategy):
-    def why_not(self, kernel: Kernel) -> str | None:
-        rank = kernel.separability.rank
-        if rank > 1:
-            return (
-                f"{self.name} needs a rank-1 kernel; {kernel.name} has rank {rank}: "
-                "use direct, tiled or cpu"
-            )
-        return None
-
     def _factors(self, kernel: Kernel, constant: float) -> tuple[np.ndarray, np.ndarray, float]:
         """The column and row factors, and the border constant the column filter must read.
 
@@ -352,7 +351,6 @@ class _RankOneStrategy(Strategy):
 
 class SeparableStrategy(_RankOneStrategy):
     name = "separable"
-    summary = "row pass then column pass, each invocation filtering a short run of outputs"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         column, row, col_constant = self._factors(kernel, constant)
@@ -364,7 +362,6 @@ class SeparableStrategy(_RankOneStrategy):
 
 class TransposeStrategy(_RankOneStrategy):
     name = "transpose"
-    summary = "row pass, tiled transpose, the same row pass, transpose back"
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
         column, row, col_constant = self._factors(kernel, constant)
@@ -379,8 +376,12 @@ class TransposeStrategy(_RankOneStrategy):
         )
 
 
+# In the registry's order; tests check that every GPU entry of the registry has its class.
+_CLASSES = {
+    c.name: c for c in (DirectStrategy, TiledStrategy, SeparableStrategy, TransposeStrategy)
+}
 STRATEGIES: dict[str, Strategy] = {
-    s.name: s for s in (DirectStrategy(), TiledStrategy(), SeparableStrategy(), TransposeStrategy())
+    name: _CLASSES[name]() for name in registry.gpu_names() if name in _CLASSES
 }
 
 

@@ -30,6 +30,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from blurapp.conv.engine import GPU_STRATEGIES as CONV_GPU_STRATEGIES
+from blurapp.conv.engine import STRATEGIES as CONV_STRATEGY_NAMES
 from blurapp.conv.layout import spec_window_runs
 from blurapp.conv.spec import LAYOUTS, ConvSpec
 from blurapp.core.errors import BlurappError
@@ -39,7 +41,6 @@ __all__ = ["IMAGE_MAX_SIDE", "ConvLayerTab"]
 
 CHANNEL = "conv-layer"
 IMAGE_MAX_SIDE = 256  # the loaded image is subsampled to this, so a run stays interactive
-_STRATEGIES = ("auto", "direct", "im2col", "implicit-gemm")
 _RESULT_COLUMNS = (
     "strategy",
     "layout",
@@ -208,7 +209,7 @@ class ConvLayerTab(QWidget):
         self.layout_combo = QComboBox(objectName="layout")
         self.layout_combo.addItems(["both", *LAYOUTS])
         self.strategy_combo = QComboBox(objectName="strategy")
-        self.strategy_combo.addItems(["all", *_STRATEGIES])
+        self.strategy_combo.addItems(["all", *CONV_STRATEGY_NAMES])
         self.source_combo = QComboBox(objectName="source")
         self.source_combo.addItems(["random data", "loaded image"])
         self.source_combo.currentIndexChanged.connect(self._source_changed)
@@ -372,7 +373,7 @@ class ConvLayerTab(QWidget):
             self.status.setText(str(err))
             return
         strategy = self.strategy_combo.currentText()
-        strategies = list(_STRATEGIES[1:]) if strategy == "all" else [strategy]
+        strategies = list(CONV_GPU_STRATEGIES) if strategy == "all" else [strategy]
         layout = self.layout_combo.currentText()
         layouts = list(LAYOUTS) if layout == "both" else [layout]
         seed = self.seed.value()

@@ -10,36 +10,26 @@ from dataclasses import dataclass, field
 import numpy as np
 from PySide6.QtGui import QImage
 
-from blurapp import engine
+from blurapp import engine, pipeline
 from blurapp.core.borders import BORDER_MODES, Border, BorderMode
 from blurapp.core.errors import BlurappError
+from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
-from blurapp.core.numbers import from_float, to_float
 from blurapp.core.reference import correlate_float
+from blurapp.core.strategies import compared_names
 from blurapp.core.timing import Timing
 from blurapp.ui.convert import heat_rgb, to_qimage
 
 Check = Callable[[], None]
 Report = Callable[[object], None]
-COMPARED_STRATEGIES = ("direct", "tiled", "separable", "transpose", "cpu")
+COMPARED_STRATEGIES = compared_names()
 CORNERS = ("top-left", "top-right", "bottom-left", "bottom-right")
-
-
-@dataclass(frozen=True)
-class LiveRequest:
-    """Everything that determines the live result (also what "Export CLI" writes)."""
-
-    kernel: Kernel
-    border: str
-    strategy: str
-    tile: int | None
-    range_mode: str
 
 
 @dataclass
 class LiveResult:
-    request: LiveRequest
-    image: np.ndarray  # in the input's dtype and shape, exactly what filter_image returned
+    spec: FilterSpec  # what decided the pixels (also what "Export CLI" writes)
+    image: np.ndarray  # in the input's dtype and shape, exactly what apply would write
     qimage: QImage
     timing: Timing
     strategy: str  # the strategy that ran (auto resolved)
@@ -48,29 +38,38 @@ class LiveResult:
 
 def run_live(
     image: np.ndarray,
-    req: LiveRequest,
+    spec: FilterSpec,
     check: Check,
     report: Report,
     image_key: Hashable | None = None,
 ) -> LiveResult:
-    """The window's main result: :func:`blurapp.engine.filter_image` with the chosen settings.
+    """The window's main result: the pixel pipeline (:func:`blurapp.pipeline.filter_pixels`),
+    the same call ``blurapp apply`` makes.
 
     ``image_key`` names the image's pixels (the window's count of images shown): while it stays
     the same, the GPU keeps the image it already holds instead of receiving it again.
     """
-    result = engine.filter_image(
-        image,
-        req.kernel,
-        border=req.border,
-        strategy=req.strategy,
-        tile=req.tile if req.strategy in ("tiled", "auto") else None,
-        range_mode=req.range_mode,
-        input_key=image_key,
-    )
+    result = pipeline.filter_pixels(image, spec, input_key=image_key)
     check()
     return LiveResult(
-        req, result.image, to_qimage(result.image), result.timing, result.strategy, result.reason
+        spec, result.image, to_qimage(result.image), result.timing, result.strategy, result.reason
     )
+
+
+def _reference_floats(image: np.ndarray, spec: FilterSpec) -> pipeline.Prepared:
+    """``image`` prepared as the pipeline prepares it (linear light, premultiplied alpha), in
+    float64: what every strategy of a comparison receives."""
+    return pipeline.prepare(image, spec.replace(strategy="cpu", tile=None))
+
+
+def _shown(prepared: pipeline.Prepared, y: np.ndarray, source: np.ndarray | None = None) -> QImage:
+    """Filtered floats back to the image's pixels by the pipeline's own last stage."""
+    p = prepared
+    # For a crop of the image, invisible pixels take their colour from the crop.
+    src = p.source if source is None else source
+    p = pipeline.Prepared(p.spec, src, p.x, p.storage, p.out_dtype, None, p.output, None)
+    filtered = pipeline.Filtered(p, y, False, Timing((), "wall", 0, 0.0), p.spec.strategy, "")
+    return to_qimage(pipeline.finish(filtered))
 
 
 @dataclass
@@ -94,15 +93,13 @@ class StrategiesResult:
 
 def run_strategies(
     image: np.ndarray,
-    kernel: Kernel,
-    border: str,
-    tile: int | None,
-    range_mode: str,
+    spec: FilterSpec,
     check: Check,
     report: Report,
     image_key: Hashable | None = None,
 ) -> StrategiesResult:
-    """Run every strategy on ``image``; compare each with the float64 reference.
+    """Run every strategy on ``image`` with ``spec``'s other settings; compare each with the
+    float64 reference.
 
     ``image_key`` names the image's pixels as in :func:`run_live`: the GPU strategies share one
     upload of the float image.
@@ -110,10 +107,10 @@ def run_strategies(
     The maximum error is taken in normalised float units, before conversion to the file's type,
     so it shows the strategy's arithmetic and not the rounding to 8 bits.
     """
-    x = to_float(image)
-    reference = correlate_float(x, kernel, Border.parse(border))
-    out = StrategiesResult(kernel, border)
-    squeeze = image.ndim == 2
+    prepared = _reference_floats(image, spec)
+    x, kernel, border, tile = prepared.x, spec.effective_kernel, spec.border, spec.tile
+    reference = correlate_float(x, kernel, border)
+    out = StrategiesResult(kernel, border.name)
     for name in COMPARED_STRATEGIES:
         check()
         reason = engine.why_not(name, kernel)
@@ -135,9 +132,10 @@ def run_strategies(
             report(out)
             continue
         err = float(np.max(np.abs(result.astype(np.float64) - reference))) if result.size else 0.0
-        shown = from_float(result, image.dtype, range_mode=range_mode, squeeze=squeeze)
         out.runs.append(
-            StrategyRun(name, to_qimage(shown), timing, err, tile=tile if name == "tiled" else None)
+            StrategyRun(
+                name, _shown(prepared, result), timing, err, tile=tile if name == "tiled" else None
+            )
         )
         report(out)
     return out
@@ -193,17 +191,17 @@ def bordered_crop(
 
 def run_borders(
     image: np.ndarray,
-    kernel: Kernel,
-    strategy: str,
+    spec: FilterSpec,
     corner: str,
     crop: int,
     reference_mode: str,
-    range_mode: str,
     check: Check,
     report: Report,
 ) -> BordersResult:
-    """Filter a corner crop with each of the five border modes and diff them against one."""
-    x = to_float(image)
+    """Filter a corner crop with each of the five border modes and diff them against one,
+    with ``spec``'s kernel, strategy and pixel settings (its own border is the one compared)."""
+    prepared = _reference_floats(image, spec)
+    x, kernel, strategy = prepared.x, spec.effective_kernel, spec.strategy
     window = corner_window(image.shape, corner, crop)
     y0, x0, h, w = window
     ar, ac = kernel.anchor
@@ -219,13 +217,11 @@ def run_borders(
     ref = results[reference_mode]
     diffs = {m: np.abs(r - ref).max(axis=2) for m, r in results.items()}
     vmax = max(float(d.max()) for d in diffs.values())
-    squeeze = image.ndim == 2
+    source = image[y0 : y0 + h, x0 : x0 + w]
     panes = [
         BorderPane(
             mode,
-            to_qimage(
-                from_float(results[mode], image.dtype, range_mode=range_mode, squeeze=squeeze)
-            ),
+            _shown(prepared, results[mode], source),
             to_qimage(heat_rgb(diffs[mode], vmax)),
             float(diffs[mode].max()),
         )

@@ -1,0 +1,246 @@
+"""FilterSpec: the one request object that decides the pixels, checked once where it enters.
+
+The command line (``apply``, ``batch``), the GUI's model and the Python API build a
+:class:`FilterSpec` and hand it down to :mod:`blurapp.pipeline`; nothing below re-parses a
+border or re-checks a strategy. :meth:`FilterSpec.to_argv` and :meth:`FilterSpec.from_argv`
+are inverse (``from_argv(s.to_argv()) == s``), so the GUI's "Export CLI" reproduces what is
+on screen by construction. The argparse options live here too (:func:`add_filter_arguments`),
+so the command line and the round trip cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from blurapp.core.borders import BORDER_MODES, Border
+from blurapp.core.errors import StrategyError, UsageError
+from blurapp.core.kernel import Kernel
+from blurapp.core.numbers import RANGE_MODES, SUPPORTED_DTYPES
+from blurapp.core.planner import TILE_SIDES
+from blurapp.core.strategies import STRATEGIES, get_info
+
+__all__ = [
+    "ALPHA_MODES",
+    "DTYPES",
+    "FilterSpec",
+    "add_filter_arguments",
+]
+
+ALPHA_MODES: tuple[str, ...] = ("premultiply", "straight")
+DTYPES: tuple[str, ...] = tuple(d.name for d in SUPPORTED_DTYPES)
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """Everything that decides the output pixels; build it with :meth:`create`.
+
+    Attributes:
+        kernel: the kernel as the user gave it (``convolve`` flips it when it runs).
+        border: the border mode.
+        strategy: a name of :data:`blurapp.core.strategies.STRATEGIES`.
+        tile: the tile side for strategies that take one (``tiled``, and ``auto`` when it
+            picks tiled); ``None`` lets the planner choose. Always ``None`` for the others.
+        convolve: flip the kernel (true convolution instead of correlation).
+        range_mode: how signed results map into integer outputs (DESIGN.md "Numbers").
+        alpha: ``premultiply`` (filter colour weighted by alpha: no fringes) or ``straight``.
+        linear: filter in linear light (sRGB decoded before, encoded after).
+        dtype: the output's pixel type by name, or ``None`` for the input's (as far as the
+            output file format holds it).
+    """
+
+    kernel: Kernel
+    border: Border = field(default_factory=lambda: Border.parse("clamp"))
+    strategy: str = "auto"
+    tile: int | None = None
+    convolve: bool = False
+    range_mode: str = "clamp"
+    alpha: str = "premultiply"
+    linear: bool = False
+    dtype: str | None = None
+
+    @classmethod
+    def create(
+        cls,
+        kernel: Kernel | str,
+        border: Border | str = "clamp",
+        strategy: str = "auto",
+        tile: int | None = None,
+        *,
+        convolve: bool = False,
+        range_mode: str = "clamp",
+        alpha: str = "premultiply",
+        linear: bool = False,
+        dtype: str | np.dtype | type | None = None,
+    ) -> FilterSpec:
+        """A checked spec; every bad value is a :class:`UsageError` naming it (exit 2).
+
+        Arguments:
+            kernel: a :class:`Kernel` or a spec string (``"gaussian:sigma=2"``).
+            border: a :class:`Border` or a border name (``"mirror"``, ``"constant=0.5"``).
+            strategy: a registered strategy name.
+            tile: 8, 16 or 32 for ``tiled``/``auto``; ignored (stored as ``None``) otherwise.
+            convolve, range_mode, alpha, linear, dtype: see the class attributes.
+        """
+        k = Kernel.parse(kernel)
+        info = get_info(strategy)
+        if tile is not None and info.takes_tile:
+            if isinstance(tile, bool) or not isinstance(tile, (int, np.integer)):
+                raise StrategyError(f"tile must be an integer, not {tile!r}")
+            if int(tile) not in TILE_SIDES:
+                sides = ", ".join(map(str, sorted(TILE_SIDES)))
+                raise StrategyError(f"tile size {tile} is not one of {sides}")
+        tile = int(tile) if tile is not None and info.takes_tile else None
+        problem = info.why_not(k.flipped() if convolve else k)
+        if problem:
+            raise StrategyError(problem)
+        if range_mode not in RANGE_MODES:
+            raise UsageError(f"unknown range mode {range_mode!r}; valid: {', '.join(RANGE_MODES)}")
+        if alpha not in ALPHA_MODES:
+            raise UsageError(f"unknown alpha mode {alpha!r}; valid: {', '.join(ALPHA_MODES)}")
+        name: str | None = None
+        if dtype is not None:
+            try:
+                name = np.dtype(dtype).name  # type: ignore[arg-type]
+            except TypeError:
+                name = str(dtype)
+            if name not in DTYPES:
+                raise UsageError(f"unknown output pixel type {dtype!r}; valid: {', '.join(DTYPES)}")
+        return cls(
+            k, Border.parse(border), strategy, tile, bool(convolve), range_mode, alpha,
+            bool(linear), name,
+        )  # fmt: skip
+
+    def replace(self, **changes: Any) -> FilterSpec:
+        """A checked copy with ``changes`` (the same keywords as :meth:`create`)."""
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values.update(changes)
+        return FilterSpec.create(
+            values.pop("kernel"), values.pop("border"), values.pop("strategy"),
+            values.pop("tile"), **values,
+        )  # fmt: skip
+
+    @property
+    def effective_kernel(self) -> Kernel:
+        """The kernel applied as correlation: flipped when ``convolve`` is set."""
+        return self.kernel.flipped() if self.convolve else self.kernel
+
+    @property
+    def runs_on_gpu(self) -> bool:
+        """Whether the strategy asked for may use the GPU (``auto`` may)."""
+        return STRATEGIES[self.strategy].runs_on != "cpu"
+
+    def output_dtype(self, input_dtype: np.dtype | type) -> np.dtype:
+        """The pixel type of the result for an input of ``input_dtype``."""
+        return np.dtype(self.dtype) if self.dtype is not None else np.dtype(input_dtype)
+
+    # ------------------------------------------------------------------ command line
+
+    def to_argv(self) -> list[str]:
+        """The command-line options that build this spec (``from_argv`` gives it back)."""
+        argv = ["--kernel", self.kernel.spec, "--border", self.border.name]
+        argv += ["--strategy", self.strategy]
+        if self.tile is not None:
+            argv += ["--tile", str(self.tile)]
+        if self.convolve:
+            argv.append("--convolve")
+        if self.range_mode != "clamp":
+            argv += ["--range", self.range_mode]
+        if self.alpha != "premultiply":
+            argv += ["--alpha", self.alpha]
+        if self.linear:
+            argv.append("--linear")
+        if self.dtype is not None:
+            argv += ["--dtype", self.dtype]
+        return argv
+
+    @classmethod
+    def from_namespace(cls, args: argparse.Namespace) -> FilterSpec:
+        """The spec of parsed options added by :func:`add_filter_arguments`."""
+        return cls.create(
+            args.kernel,
+            args.border,
+            args.strategy,
+            args.tile,
+            convolve=args.convolve,
+            range_mode=args.range_mode,
+            alpha=args.alpha,
+            linear=args.linear,
+            dtype=args.dtype,
+        )
+
+    @classmethod
+    def from_argv(cls, argv: Sequence[str]) -> FilterSpec:
+        """The spec of command-line options (only the filter's; others are an error)."""
+        parser = _RaisingParser(prog="blurapp", add_help=False)
+        add_filter_arguments(parser)
+        return cls.from_namespace(parser.parse_args(list(argv)))
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """argparse that raises UsageError instead of printing usage and exiting."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"bad filter options: {message}")
+
+
+def add_filter_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Add the options that build a :class:`FilterSpec` (apply, batch, the round trip)."""
+    strategies = ", ".join(STRATEGIES)
+    p.add_argument(
+        "--kernel",
+        "-k",
+        required=True,
+        metavar="SPEC",
+        help="kernel spec, e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json",
+    )
+    p.add_argument(
+        "--border",
+        default="clamp",
+        metavar="MODE",
+        help=f"{', '.join(BORDER_MODES)} or constant=V (default: clamp)",
+    )
+    p.add_argument(
+        "--strategy",
+        default="auto",
+        metavar="S",
+        help=f"{strategies} (default: auto, the planner picks and says why)",
+    )
+    p.add_argument(
+        "--tile",
+        type=int,
+        metavar="T",
+        help=f"tile side for --strategy tiled: {', '.join(map(str, sorted(TILE_SIDES)))}",
+    )
+    p.add_argument(
+        "--convolve", action="store_true", help="flip the kernel (convolution, not correlation)"
+    )
+    p.add_argument(
+        "--range",
+        dest="range_mode",
+        default="clamp",
+        metavar="MODE",
+        help=f"signed results in integer files: {', '.join(RANGE_MODES)} (default: clamp)",
+    )
+    p.add_argument(
+        "--alpha",
+        choices=ALPHA_MODES,
+        default="premultiply",
+        help="images with alpha: filter premultiplied colour (default, no fringes) or straight",
+    )
+    p.add_argument(
+        "--linear",
+        action="store_true",
+        help="filter in linear light: sRGB decoded before, encoded after",
+    )
+    p.add_argument(
+        "--dtype",
+        metavar="TYPE",
+        help=f"output pixel type: {', '.join(DTYPES)} (default: the input's, as far as the "
+        "output format holds it)",
+    )

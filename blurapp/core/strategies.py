@@ -1,0 +1,125 @@
+"""The one registry of filter strategies: every list of strategy names reads it.
+
+The command line's choices and help, the GUI's strategy combo, comparison panes and plot
+colours, ``blurapp bench``, the planner and the tests all take their names from
+:data:`STRATEGIES`. What a GPU strategy *does* (its passes and shaders) lives in
+:mod:`blurapp.gpu.strategies`, keyed by the same names; adding a strategy is one entry here,
+one class there and its shader (docs/ARCHITECTURE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from blurapp.core.errors import StrategyError
+
+if TYPE_CHECKING:
+    from blurapp.core.kernel import Kernel
+
+__all__ = [
+    "AUTO",
+    "CPU",
+    "STRATEGIES",
+    "StrategyInfo",
+    "compared_names",
+    "get_info",
+    "gpu_names",
+    "names",
+    "why_not",
+]
+
+AUTO = "auto"
+CPU = "cpu"
+
+
+@dataclass(frozen=True)
+class StrategyInfo:
+    """What every front end needs to know about one strategy, without running it.
+
+    Attributes:
+        name: the name users type (``--strategy``), shown in the GUI, bench and reports.
+        runs_on: ``"gpu"`` (a class in blurapp.gpu.strategies), ``"cpu"`` (the float64 numpy
+            reference) or ``"planner"`` (``auto``: picks one of the others and says why).
+        summary: one line on how it works (help text, tooltips, ``kernel`` output).
+        colour: its colour in plots and comparison panes (``#rrggbb``).
+        needs_rank1: only rank ≤ 1 (separable) kernels.
+        takes_tile: ``--tile`` means something to it.
+    """
+
+    name: str
+    runs_on: Literal["gpu", "cpu", "planner"]
+    summary: str
+    colour: str
+    needs_rank1: bool = False
+    takes_tile: bool = False
+
+    def why_not(self, kernel: Kernel) -> str | None:
+        """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can."""
+        if self.needs_rank1:
+            rank = kernel.separability.rank
+            if rank > 1:
+                return (
+                    f"{self.name} needs a rank-1 kernel; {kernel.name} has rank {rank}: "
+                    "use direct, tiled or cpu"
+                )
+        return None
+
+
+STRATEGIES: dict[str, StrategyInfo] = {
+    info.name: info
+    for info in (
+        StrategyInfo(AUTO, "planner", "the planner picks a strategy and says why", "#444444",
+                     takes_tile=True),
+        StrategyInfo("direct", "gpu",
+                     "one invocation per output pixel, every tap read from global memory",
+                     "#d62728"),
+        StrategyInfo("tiled", "gpu",
+                     "T×T output tile with its halo in workgroup memory, a block of outputs per "
+                     "invocation", "#1f77b4", takes_tile=True),
+        StrategyInfo("separable", "gpu",
+                     "row pass then column pass, each invocation filtering a short run of "
+                     "outputs", "#2ca02c", needs_rank1=True),
+        StrategyInfo("transpose", "gpu",
+                     "row pass, tiled transpose, the same row pass, transpose back", "#9467bd",
+                     needs_rank1=True),
+        StrategyInfo(CPU, "cpu", "the float64 numpy reference on the CPU", "#7f7f7f"),
+    )
+}  # fmt: skip
+
+
+def names() -> tuple[str, ...]:
+    """Every strategy name, ``auto`` first (argparse choices, the GUI's combo)."""
+    return tuple(STRATEGIES)
+
+
+def gpu_names() -> tuple[str, ...]:
+    """The strategies that run on the GPU, in registry order."""
+    return tuple(n for n, info in STRATEGIES.items() if info.runs_on == "gpu")
+
+
+def compared_names() -> tuple[str, ...]:
+    """The strategies a side-by-side comparison runs: all but the planner."""
+    return tuple(n for n, info in STRATEGIES.items() if info.runs_on != "planner")
+
+
+def get_info(name: str) -> StrategyInfo:
+    """The registry entry of ``name``.
+
+    Raises:
+        StrategyError: unknown name; the message lists the known ones.
+    """
+    try:
+        return STRATEGIES[name]
+    except (KeyError, TypeError):
+        raise StrategyError(
+            f"unknown strategy {name!r}: choose one of {', '.join(STRATEGIES)}"
+        ) from None
+
+
+def why_not(name: str, kernel: Kernel) -> str | None:
+    """Why strategy ``name`` cannot run ``kernel``, or ``None`` when it can (unknown names too)."""
+    info = STRATEGIES.get(name) if isinstance(name, str) else None
+    if info is None:
+        return f"unknown strategy {name!r}: choose one of {', '.join(STRATEGIES)}"
+    return info.why_not(kernel)

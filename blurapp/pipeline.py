@@ -1,0 +1,375 @@
+"""The one pixel path: stored pixels in, stored pixels out, as a :class:`FilterSpec` says.
+
+The GUI's preview and save, ``blurapp apply``, ``blurapp batch`` and :func:`filter_image` all
+come through here, so the same settings give the same pixels everywhere. One image goes:
+
+    stored pixels → normalised floats → (sRGB → linear) → premultiplied alpha
+    → kernel (blurapp.engine) → un-premultiplied → (linear → sRGB) → range → output pixel type
+
+in three stages that batch mode overlaps on threads (:func:`prepare` while decoding,
+:func:`run` on the GPU thread, :func:`finish` while encoding) and everything else chains with
+:func:`filter_pixels`. The fast paths are decided here too, once: 8-bit pixels with nothing to
+do before the kernel go to the GPU as they are (an rgba8unorm texture holds exactly v / 255),
+and an 8-bit output that only needs clamping and rounding comes back from an rgba8unorm texture.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+import numpy as np
+
+from blurapp.core.borders import Border
+from blurapp.core.colour import linear_to_srgb, srgb_to_linear
+from blurapp.core.errors import UsageError
+from blurapp.core.filterspec import FilterSpec
+from blurapp.core.kernel import Kernel
+from blurapp.core.numbers import check_image, from_float, to_float
+from blurapp.core.timing import Timing
+
+__all__ = [
+    "FilterResult",
+    "Filtered",
+    "Prepared",
+    "filter_image",
+    "filter_pixels",
+    "finish",
+    "prepare",
+    "run",
+    "working_bytes",
+]
+
+#: Below this filtered alpha a pixel is invisible: its colour is not divided out (it would be
+#: noise over a tiny number) but taken from the input, so that identity round-trips exactly.
+_ALPHA_EPS = 1e-7
+
+Convert = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class FilterResult:
+    """A filtered image, how long it took, which strategy ran and (for ``auto``) why."""
+
+    image: np.ndarray
+    timing: Timing
+    strategy: str
+    reason: str
+
+
+@dataclass
+class Prepared:
+    """An image ready for the filter stage, and every decision about its way back."""
+
+    spec: FilterSpec
+    source: np.ndarray  # the stored pixels (invisible pixels keep their colour from here)
+    x: np.ndarray  # what the filter receives: H×W×C floats, or uint8 for storage "rgba8"
+    storage: str  # the GPU input texture's format
+    out_dtype: np.dtype
+    convert: Convert | None  # makes the output pixels straight from the filter's result
+    output: str  # the GPU output texture's format
+    key: Hashable | None  # names x's pixels for the GPU (skip the upload of an equal key)
+
+    @property
+    def squeeze(self) -> bool:
+        return self.source.ndim == 2
+
+
+@dataclass
+class Filtered:
+    """The filter stage's result: ``y`` is final pixels when ``final``, else floats."""
+
+    prepared: Prepared
+    y: np.ndarray
+    final: bool
+    timing: Timing
+    strategy: str
+    reason: str
+
+
+def _has_alpha(channels: int) -> bool:
+    return channels in (2, 4)
+
+
+def _channels(pixels: np.ndarray) -> int:
+    return 1 if pixels.ndim == 2 else int(pixels.shape[2])
+
+
+def _premultiplies(spec: FilterSpec, channels: int) -> bool:
+    return _has_alpha(channels) and spec.alpha == "premultiply"
+
+
+def uploads_stored(dtype: np.dtype, channels: int, spec: FilterSpec) -> bool:
+    """Whether stored pixels go to the GPU as they are: 8-bit pixels with nothing to do in
+    float before the kernel (no linear light, no alpha to premultiply), a quarter of the bytes
+    and no float copy."""
+    return (
+        np.dtype(dtype) == np.uint8
+        and spec.runs_on_gpu
+        and not spec.linear
+        and not _premultiplies(spec, channels)
+    )
+
+
+def _quantiser(spec: FilterSpec, channels: int, dtype: np.dtype, squeeze: bool) -> Convert | None:
+    """A function that makes the output pixels straight from the filter's float result (on the
+    GPU: from the readback buffer, with no float copy), when :func:`finish` would do nothing
+    else than quantise; otherwise ``None``."""
+    if (
+        dtype.kind != "u"
+        or spec.range_mode != "clamp"
+        or spec.linear
+        or _premultiplies(spec, channels)
+    ):
+        return None
+
+    def quantise(y: np.ndarray) -> np.ndarray:
+        if y.dtype == np.uint8:  # already quantised (output="rgba8"); y may view the GPU buffer
+            return np.array(y[:, :, 0] if squeeze else y)
+        if y.dtype == np.float32:
+            return _quantise_f32(y, dtype, squeeze)
+        return from_float(y, dtype, range_mode="clamp", squeeze=squeeze)
+
+    return quantise
+
+
+def _quantise_f32(y: np.ndarray, dtype: np.dtype, squeeze: bool) -> np.ndarray:
+    """from_float's clamp mode for a float32 GPU result, without its float64 copies.
+
+    The values are the same except where the float32 product lands within float32 rounding of
+    a .5 tie, which the GPU's own float32 accumulation leaves undecided anyway. NaN becomes 0,
+    as in from_float.
+    """
+    top = np.float32(np.iinfo(dtype).max)
+    out = np.empty(y.shape, dtype)
+    rows = max(1, (1 << 20) // max(1, y.shape[1] * y.shape[2] * 4))  # cache-sized slabs
+    tmp = np.empty((min(rows, y.shape[0]), *y.shape[1:]), np.float32)
+    for r0 in range(0, y.shape[0], rows):
+        r1 = min(r0 + rows, y.shape[0])
+        t = tmp[: r1 - r0]
+        np.multiply(y[r0:r1], top, out=t)
+        np.nan_to_num(t, copy=False, nan=0.0)
+        np.rint(t, out=t)
+        np.clip(t, 0, top, out=t)
+        out[r0:r1] = t
+    return out[:, :, 0] if squeeze else out
+
+
+def _float_dtype(spec: FilterSpec) -> type:
+    # The reference works in float64 (bit for bit what blurapp.core.reference.correlate gives);
+    # the GPU in float32, so a float64 copy would only cost memory.
+    return np.float32 if spec.runs_on_gpu else np.float64
+
+
+def _to_filter_floats(pixels: np.ndarray, spec: FilterSpec) -> np.ndarray:
+    """Stored pixels → the float H×W×C image the kernel sees (linear, premultiplied as asked)."""
+    x = to_float(pixels, _float_dtype(spec))
+    channels = x.shape[2]
+    colour = channels - 1 if _has_alpha(channels) else channels
+    premultiply = _premultiplies(spec, channels)
+    if not spec.linear and not premultiply:
+        return x
+    x = x.copy()  # to_float may return a view of the input
+    if spec.linear:
+        x[:, :, :colour] = srgb_to_linear(x[:, :, :colour])
+    if premultiply:
+        x[:, :, :colour] *= x[:, :, colour:]
+    return x
+
+
+def working_bytes(
+    width: int, height: int, channels: int, dtype: np.dtype, spec: FilterSpec, out_dtype: np.dtype
+) -> int:
+    """Host bytes one image holds at its worst moment on this path (batch's memory budget).
+
+    Stored pixels in and out and the encoder's buffers (about one more copy), plus the float
+    input unless the pixels are uploaded as they are, plus the float result and from_float's
+    float64 work array unless the filter stage quantises.
+    """
+    itemsize = np.dtype(dtype).itemsize
+    per_sample = 3 * itemsize
+    if not uploads_stored(dtype, channels, spec):
+        per_sample += np.dtype(_float_dtype(spec)).itemsize
+    if _quantiser(spec, channels, np.dtype(out_dtype), False) is None:
+        per_sample += 4 + 8
+    return width * height * max(channels, 1) * per_sample
+
+
+def prepare(
+    pixels: np.ndarray,
+    spec: FilterSpec,
+    *,
+    dtype: np.dtype | type | None = None,
+    input_key: Hashable | None = None,
+) -> Prepared:
+    """The first stage: check the pixels and make what the filter receives.
+
+    Arguments:
+        pixels: H×W or H×W×C (C ≤ 4; with 2 or 4 channels the last is straight alpha) of
+            uint8, uint16, float32 or float64.
+        spec: the filter.
+        dtype: the output's pixel type (default: ``spec.dtype``, else the input's).
+        input_key: names ``pixels`` (equal keys, equal pixels) so that the GPU skips uploading
+            an image its input texture already holds (a live preview); ``None`` uploads.
+    """
+    check_image(pixels)
+    out_dtype = np.dtype(dtype) if dtype is not None else spec.output_dtype(pixels.dtype)
+    channels = _channels(pixels)
+    squeeze = pixels.ndim == 2
+    convert = _quantiser(spec, channels, out_dtype, squeeze)
+    output = "rgba8" if convert is not None and out_dtype == np.uint8 else "rgba32f"
+    if uploads_stored(pixels.dtype, channels, spec):
+        x, storage = (pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]), "rgba8"
+    else:
+        x, storage = _to_filter_floats(pixels, spec), "rgba32f"
+    key = None
+    if input_key is not None:
+        # What the filter receives depends on the preparation as well as on the pixels.
+        key = (input_key, pixels.dtype.str, pixels.shape, storage, spec.linear, spec.alpha)
+    return Prepared(spec, pixels, x, storage, out_dtype, convert, output, key)
+
+
+def run(prepared: Prepared) -> Filtered:
+    """The second stage: run the kernel (GPU or reference) on what :func:`prepare` made."""
+    from blurapp.engine import filter_float
+
+    spec = prepared.spec
+    start = time.perf_counter()
+    y, timing, ran, reason = filter_float(
+        prepared.x,
+        spec.effective_kernel,
+        spec.border,
+        spec.strategy,
+        spec.tile,
+        storage=prepared.storage,
+        convert=prepared.convert,
+        output=prepared.output,
+        input_key=prepared.key,
+    )
+    wall_ms = (time.perf_counter() - start) * 1e3
+    timing = Timing(timing.passes, timing.timer, timing.pixels, wall_ms)
+    return Filtered(prepared, y, prepared.convert is not None, timing, ran, reason)
+
+
+def finish(filtered: Filtered) -> np.ndarray:
+    """The last stage: filtered floats → the output's pixels (un-premultiplied, sRGB-encoded
+    and range-mapped as the spec says); the pixels themselves when the filter made them."""
+    p = filtered.prepared
+    if filtered.final:
+        return filtered.y
+    spec, y = p.spec, filtered.y
+    channels = y.shape[2]
+    colour = channels - 1 if _has_alpha(channels) else channels
+    if _premultiplies(spec, channels):
+        y = np.array(y, dtype=np.float64)
+        alpha = y[:, :, colour:]
+        visible = np.abs(alpha) > _ALPHA_EPS
+        np.divide(y[:, :, :colour], alpha, out=y[:, :, :colour], where=visible)
+        hidden = ~visible[:, :, 0]
+        if hidden.any():
+            # The colour of an invisible pixel is undefined after premultiplication; the input's
+            # own colour there keeps identity exact and transparent areas unchanged.
+            src = to_float(p.source, np.float64)
+            if spec.linear:
+                src = src.copy()
+                src[:, :, :colour] = srgb_to_linear(src[:, :, :colour])
+            y[hidden, :colour] = src[hidden, :colour]
+    if spec.linear:
+        y = np.array(y, copy=True)
+        y[:, :, :colour] = linear_to_srgb(y[:, :, :colour])
+    if y.dtype == np.float32 and p.out_dtype.kind == "u" and spec.range_mode == "clamp":
+        return _quantise_f32(y, p.out_dtype, p.squeeze)
+    return from_float(y, p.out_dtype, range_mode=spec.range_mode, squeeze=p.squeeze)
+
+
+def filter_pixels(
+    pixels: np.ndarray,
+    spec: FilterSpec,
+    *,
+    dtype: np.dtype | type | None = None,
+    input_key: Hashable | None = None,
+) -> FilterResult:
+    """Filter one image's pixels as ``spec`` says: :func:`prepare`, :func:`run`, :func:`finish`.
+
+    Returns:
+        A :class:`FilterResult` whose image has the input's shape and the output's pixel type
+        (``dtype``, else ``spec.dtype``, else the input's); its timing's ``wall_ms`` covers the
+        whole call.
+    """
+    start = time.perf_counter()
+    filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
+    image = finish(filtered)
+    t = filtered.timing
+    wall_ms = (time.perf_counter() - start) * 1e3
+    return FilterResult(
+        image, Timing(t.passes, t.timer, t.pixels, wall_ms), filtered.strategy, filtered.reason
+    )
+
+
+def filter_image(
+    image: np.ndarray,
+    kernel: Kernel | str | FilterSpec,
+    *,
+    border: Border | str = "clamp",
+    strategy: str = "auto",
+    tile: int | None = None,
+    convolve: bool = False,
+    range_mode: str = "clamp",
+    alpha: str = "premultiply",
+    linear: bool = False,
+    dtype: np.dtype | type | str | None = None,
+    input_key: Hashable | None = None,
+) -> FilterResult:
+    """Filter an image with a kernel, exactly as ``blurapp apply`` and the GUI do.
+
+    Arguments:
+        image: H×W or H×W×C (C ≤ 4) array of uint8, uint16, float32 or float64; with 2 or 4
+            channels the last one is (straight) alpha.
+        kernel: a :class:`Kernel`, a spec string such as ``"gaussian:sigma=2"``, or a whole
+            :class:`FilterSpec` (then the other filter options must stay at their defaults).
+        border: border mode (DESIGN.md table), e.g. ``"mirror"`` or ``"constant=0.5"``.
+        strategy: a name of :data:`blurapp.core.strategies.STRATEGIES` (``auto`` by default).
+        tile: tile side for ``tiled`` (8, 16 or 32).
+        convolve: flip the kernel (convolution instead of correlation).
+        range_mode: how signed results map into integer outputs: ``clamp``, ``abs``,
+            ``offset`` or ``normalize``.
+        alpha: ``premultiply`` (the default: colour filtered weighted by alpha, no fringes)
+            or ``straight``.
+        linear: filter in linear light (sRGB decoded before, encoded after).
+        dtype: the result's pixel type (default: the input's).
+        input_key: a hashable that names ``image``'s pixels, for callers that filter the same
+            image again and again (a live preview): the GPU does not receive the pixels of an
+            equal key again. Equal keys must mean equal pixels; ``None`` uploads every time.
+
+    Returns:
+        A :class:`FilterResult`.
+
+    Example:
+        >>> import numpy as np, blurapp
+        >>> img = np.zeros((5, 5), np.uint8); img[2, 2] = 255
+        >>> blurapp.filter_image(img, "box:3", strategy="cpu").image[1:4, 1:4].tolist()
+        [[28, 28, 28], [28, 28, 28], [28, 28, 28]]
+    """
+    if not isinstance(image, np.ndarray):
+        raise UsageError(f"image must be a numpy array, not {type(image).__name__}")
+    if isinstance(kernel, FilterSpec):
+        changed = (border, strategy, tile, convolve, range_mode, alpha, linear, dtype) != (
+            "clamp", "auto", None, False, "clamp", "premultiply", False, None,
+        )  # fmt: skip
+        if changed:
+            raise UsageError("pass either a FilterSpec or filter options, not both")
+        spec = kernel
+    else:
+        spec = FilterSpec.create(
+            kernel,
+            border,
+            strategy,
+            tile,
+            convolve=convolve,
+            range_mode=range_mode,
+            alpha=alpha,
+            linear=linear,
+            dtype=dtype,
+        )
+    return filter_pixels(image, spec, input_key=input_key)

@@ -1,0 +1,186 @@
+"""The one pixel path (blurapp.pipeline): alpha, linear light, range, the 8-bit fast paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from blurapp.core.errors import StrategyError, UsageError
+from blurapp.core.filterspec import FilterSpec
+from blurapp.core.reference import correlate
+from blurapp.pipeline import _quantiser, filter_pixels, prepare, working_bytes
+
+
+def _output(spec: FilterSpec, channels: int, dtype: np.dtype, squeeze: bool) -> str:
+    """The GPU output format the pipeline picks for an image of this kind."""
+    shape = (3, 4) if squeeze else (3, 4, channels)
+    return prepare(np.zeros(shape, np.uint8), spec, dtype=dtype).output
+
+
+def test_without_alpha_or_linear_it_is_the_reference() -> None:
+    image = np.random.default_rng(0).integers(0, 256, (9, 8, 3)).astype(np.uint8)
+    settings = FilterSpec.create("gaussian:sigma=1", "wrap", "cpu")
+    outcome = filter_pixels(image, settings)
+    got = outcome.image
+    np.testing.assert_array_equal(got, correlate(image, "gaussian:sigma=1", "wrap"))
+    assert outcome.strategy == "cpu" and outcome.timing.pixels == 72
+
+
+def test_settings_are_checked_up_front() -> None:
+    with pytest.raises(StrategyError, match="rank"):
+        FilterSpec.create("laplacian", strategy="separable")
+    with pytest.raises(UsageError, match="wide"):
+        FilterSpec.create("box:3", range_mode="wide")
+    with pytest.raises(UsageError, match="sideways"):
+        FilterSpec.create("box:3", alpha="sideways")
+    flipped = FilterSpec.create("matrix:3x1:1,2,3", convolve=True)
+    np.testing.assert_array_equal(flipped.effective_kernel.weights, [[3.0, 2.0, 1.0]])
+    assert flipped.kernel.spec == "matrix:3x1:1,2,3"  # as given: --convolve round-trips
+
+
+# ------------------------------------------------------------------ fast paths (issue 4)
+
+
+def test_which_inputs_are_uploaded_as_stored() -> None:
+
+    auto = FilterSpec.create("gaussian:sigma=1")
+    rgb8 = np.zeros((4, 5, 3), np.uint8)
+    p = prepare(rgb8, auto)
+    x, storage = p.x, p.storage
+    assert storage == "rgba8" and x.dtype == np.uint8 and x.shape == (4, 5, 3)
+    p = prepare(rgb8[:, :, 0], auto)  # grey: H×W×1, same bytes
+    x, storage = p.x, p.storage
+    assert storage == "rgba8" and x.shape == (4, 5, 1)
+    # Anything that needs float work before the kernel goes as floats.
+    rgba8 = np.zeros((4, 5, 4), np.uint8)
+    assert prepare(rgba8, auto).storage == "rgba32f"  # premultiplied
+    straight = FilterSpec.create("gaussian:sigma=1", alpha="straight")
+    assert prepare(rgba8, straight).storage == "rgba8"
+    linear = FilterSpec.create("gaussian:sigma=1", linear=True)
+    assert prepare(rgb8, linear).storage == "rgba32f"
+    assert prepare(rgb8.astype(np.uint16), auto).storage == "rgba32f"
+    cpu = FilterSpec.create("gaussian:sigma=1", strategy="cpu")
+    assert prepare(rgb8, cpu).storage == "rgba32f"
+    # Quantised in the filter stage only where _finish would only quantise.
+    assert _quantiser(auto, 3, np.dtype(np.uint8), False) is not None
+    assert _quantiser(auto, 4, np.dtype(np.uint8), False) is None  # un-premultiply first
+    assert _quantiser(auto, 3, np.dtype(np.float32), False) is None
+    signed = FilterSpec.create("sobel:x", range_mode="abs")
+    assert _quantiser(signed, 3, np.dtype(np.uint8), False) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 3), (37, 53, 3), (20, 31), (16, 9, 4), (5, 7, 2)])
+@pytest.mark.parametrize("strategy", ["separable", "tiled", "auto"])
+def test_rgba8_upload_matches_the_reference(gpu, shape, strategy) -> None:
+    """8-bit pixels uploaded as stored, quantised from the readback: within 1 level of the
+    float64 reference (the GPU's f32 sums may land on the other side of a .5)."""
+    image = np.random.default_rng(sum(shape)).integers(0, 256, shape).astype(np.uint8)
+    settings = FilterSpec.create("gaussian:sigma=2", "mirror", strategy, alpha="straight")
+    outcome = filter_pixels(image, settings)
+    got = outcome.image
+    want = correlate(image, "gaussian:sigma=2", "mirror")
+    assert got.shape == image.shape and got.dtype == np.uint8
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    assert outcome.strategy != "cpu"
+
+
+@pytest.mark.gpu
+def test_engine_takes_uint8_for_rgba8_and_converts_in_place(gpu) -> None:
+    from blurapp.core.numbers import to_float
+    from blurapp.engine import filter_float
+
+    image = np.random.default_rng(3).integers(0, 256, (23, 41, 3)).astype(np.uint8)
+    floats, *_ = filter_float(to_float(image, np.float32), "box:5", "clamp", "separable")
+    stored, *_ = filter_float(image, "box:5", "clamp", "separable", storage="rgba8")
+    np.testing.assert_allclose(stored, floats, atol=1e-6)
+    seen = []
+
+    def convert(y: np.ndarray) -> np.ndarray:
+        seen.append((y.dtype, y.shape))
+        return (y * 2).astype(np.float64)
+
+    doubled, *_ = filter_float(image, "box:5", "clamp", "separable", storage="rgba8",
+                               convert=convert)  # fmt: skip
+    assert seen == [(np.float32, (23, 41, 3))] and doubled.dtype == np.float64
+    np.testing.assert_allclose(doubled, 2 * floats, atol=1e-6)
+    # cpu with a uint8 rgba8 input means v / 255 too, and applies convert.
+    ref, *_ = filter_float(image, "box:5", "clamp", "cpu", storage="rgba8", convert=np.negative)
+    np.testing.assert_allclose(ref, -floats, atol=1e-6)
+
+
+def test_estimate_counts_what_each_path_holds() -> None:
+    u8 = np.dtype(np.uint8)
+    float_path = working_bytes(3840, 2160, 3, u8, FilterSpec.create("box:3", linear=True), u8)
+    fast = working_bytes(3840, 2160, 3, u8, FilterSpec.create("box:3"), u8)
+    assert fast == 3840 * 2160 * 3 * 3  # in, out and the encoder's buffers: 75 MB
+    assert float_path > 5 * fast
+
+
+# ------------------------------------------------- rgba8 output texture (peak memory, issue 4)
+
+
+def test_which_outputs_the_gpu_quantises() -> None:
+
+    auto = FilterSpec.create("gaussian:sigma=1")
+    u8, u16, f32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32)
+    # 8-bit output that only needs clamping and rounding: the rgba8unorm output texture.
+    assert _output(auto, 3, u8, False) == "rgba8"
+    assert _output(auto, 1, u8, True) == "rgba8"
+    straight = FilterSpec.create("gaussian:sigma=1", alpha="straight")
+    assert _output(straight, 4, u8, False) == "rgba8"
+    # Anything else keeps float results: 16-bit or float files, float work after the filter
+    # (un-premultiply, sRGB encoding) or another range mode.
+    assert _output(auto, 3, u16, False) == "rgba32f"
+    assert _output(auto, 3, f32, False) == "rgba32f"
+    assert _output(auto, 4, u8, False) == "rgba32f"
+    linear = FilterSpec.create("gaussian:sigma=1", linear=True)
+    assert _output(linear, 3, u8, False) == "rgba32f"
+    offset = FilterSpec.create("sobel:x", range_mode="offset")
+    assert _output(offset, 3, u8, False) == "rgba32f"
+
+
+def test_quantiser_takes_uint8_results_as_they_are() -> None:
+
+    auto = FilterSpec.create("gaussian:sigma=1")
+    y = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)[:, :, :1]  # a strided view
+    got = _quantiser(auto, 1, np.dtype(np.uint8), True)(y)
+    assert got.shape == (2, 3) and got.flags.c_contiguous and not np.shares_memory(got, y)
+    np.testing.assert_array_equal(got, y[:, :, 0])
+    got = _quantiser(auto, 1, np.dtype(np.uint8), False)(y)
+    assert got.shape == (2, 3, 1) and not np.shares_memory(got, y)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1, 3), (37, 23, 3), (20, 31), (16, 9, 4)])
+def test_8bit_outputs_come_from_an_rgba8_texture(gpu, shape) -> None:
+    """The batch's 8-bit path reads back rgba8 (4 bytes per texel, no float readback buffer)
+    and still matches the float64 reference within a level, for 8- and 16-bit inputs."""
+    from blurapp.core.borders import Border
+    from blurapp.core.kernel import Kernel
+    from blurapp.core.numbers import from_float, to_float
+    from blurapp.core.reference import correlate_float
+    from blurapp.gpu.engine import get_filter
+
+    rng = np.random.default_rng(sum(shape) + 7)
+    for dtype in (np.uint8, np.uint16):
+        image = rng.integers(0, np.iinfo(dtype).max + 1, shape).astype(dtype)
+        get_filter().clear()
+        settings = FilterSpec.create("gaussian:sigma=2", "reflect", alpha="straight")
+        got = filter_pixels(image, settings, dtype=np.uint8).image
+        assert got.shape == image.shape and got.dtype == np.uint8
+        ref = correlate_float(
+            to_float(image), Kernel.parse("gaussian:sigma=2"), Border.parse("reflect")
+        )
+        want = from_float(ref, np.uint8, squeeze=image.ndim == 2)
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+        (res,) = get_filter()._shapes.values()
+        assert set(res.readbacks) == {"rgba8"}
+        assert ("output", shape[1], shape[0], "rgba8unorm") in res.textures
+    # 16-bit output keeps the float texture.
+    image = rng.integers(0, 65536, shape).astype(np.uint16)
+    get_filter().clear()
+    got = filter_pixels(image, FilterSpec.create("gaussian:sigma=2", alpha="straight")).image
+    assert got.dtype == np.uint16
+    (res,) = get_filter()._shapes.values()
+    assert set(res.readbacks) == {"rgba32f"}
