@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,6 +23,7 @@ from blurapp.conv.spec import ConvSpec, check_array
 from blurapp.conv.tile_budget import TileBudget, plan_tile
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.timing import PassTiming, Timing
+from blurapp.gpu.lru import LruCache
 from blurapp.gpu.timing import PassTimer
 
 if TYPE_CHECKING:
@@ -517,12 +519,25 @@ def choose_strategy(spec: ConvSpec, limits: DeviceLimits) -> tuple[str, str]:
     return "direct", f"implicit-gemm cannot run: {reason}; direct"
 
 
+# Compiled pipelines kept. A layer runs one or two (im2col + GEMM), and their templates hold
+# the layer's shape (kernel, stride, tiles), so a sweep over many shapes would otherwise keep
+# them all (each is megabytes of JIT code on lavapipe); 32 covers the last 16 layers or more.
+KEPT_PIPELINES = 32
+
+
 class ConvRunner:
-    """Runs layers on one device; compiled pipelines are cached by shader and template."""
+    """Runs layers on one device; compiled pipelines are cached by shader and template.
+
+    ``stats`` counts the pipelines created and those dropped (``pipelines_evicted``) to stay
+    within KEPT_PIPELINES.
+    """
 
     def __init__(self, context: GpuContext | None = None) -> None:
         self._context = context
-        self._pipelines: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        self.stats: Counter[str] = Counter()
+        self._pipelines: LruCache[tuple[str, tuple[tuple[str, Any], ...]], Any] = LruCache(
+            KEPT_PIPELINES, self._count_eviction
+        )
         self._lock = threading.Lock()
         self._timer: PassTimer | None = None
 
@@ -542,16 +557,19 @@ class ConvRunner:
         """The compute pipeline of ``shaders/<shader>.wgsl`` rendered with ``template``."""
         from blurapp.gpu.shaders import load_shader
 
-        key = (shader, tuple(sorted(template.items())))
-        pipe = self._pipelines.get(key)
-        if pipe is None:
+        def make() -> Any:
             device = self.context.device
             module = device.create_shader_module(label=shader, code=load_shader(shader, **template))
             pipe = device.create_compute_pipeline(
                 label=shader, layout="auto", compute={"module": module, "entry_point": "main"}
             )
-            self._pipelines[key] = pipe
-        return pipe
+            self.stats["pipelines"] += 1
+            return pipe
+
+        return self._pipelines.get_or_make((shader, tuple(sorted(template.items()))), make)
+
+    def _count_eviction(self, _key: Any, _value: Any) -> None:
+        self.stats["pipelines_evicted"] += 1
 
     def run(
         self,

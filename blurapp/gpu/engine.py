@@ -2,7 +2,8 @@
 
 :class:`GpuFilter` caches what a live preview would otherwise rebuild on every frame: shader
 modules and pipelines (keyed by shader, template parameters and override constants) and, per
-image shape, the textures, uniform buffers, bind groups and readback buffer.
+image shape, the textures, uniform buffers, bind groups and readback buffer. Every cache has a
+size (:class:`~blurapp.gpu.lru.LruCache`): the least recently used entries go first.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 import struct
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.device import GpuContext, get_device
+from blurapp.gpu.lru import LruCache
 from blurapp.gpu.shaders import load_shader
 from blurapp.gpu.strategies import (
     OUTPUT_FORMATS,
@@ -60,6 +62,13 @@ _WEIGHTS_CAPACITY = 257 * 257 * 4
 _MAX_PASSES = 4
 _ROW_ALIGN = 256  # copy_texture_to_buffer's bytes_per_row alignment
 _KEPT_SHAPES = 4  # image shapes whose resources stay cached (least recently used dropped)
+# Pipelines and shader modules kept. Every GPU strategy x every border mode x both output
+# formats of one kernel is 37 pipelines from 9 modules (measured): the comparison views
+# refresh without recompiling. The 1-D passes bake short kernels in, so each new kernel there
+# is 1-2 new pipelines (about 150 ms and 3.5 MiB of JIT code each on lavapipe): a preview
+# dragged across many values keeps the last ~30 kernels and stops growing there.
+KEPT_PIPELINES = 64
+KEPT_SHADER_MODULES = 64
 
 
 def _texture_usage() -> int:
@@ -219,22 +228,30 @@ class GpuFilter:
     """Runs the GPU strategies on one device, caching pipelines and per-shape resources.
 
     Thread-safe: runs are serialised (the GUI's preview worker and a batch can share it).
-    ``stats`` counts the GPU objects created, so that tests can check nothing is rebuilt.
+    ``stats`` counts the GPU objects created, so that tests can check nothing is rebuilt, and
+    (``*_evicted``) the cache entries dropped to stay within KEPT_PIPELINES,
+    KEPT_SHADER_MODULES and the kept image shapes.
     """
 
     def __init__(self, context: GpuContext | None = None) -> None:
         self._ctx = context
         self._lock = threading.RLock()
-        self._modules: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
-        self._pipelines: dict[tuple[Any, ...], Any] = {}
-        self._shapes: OrderedDict[tuple[int, int], _ShapeResources] = OrderedDict()
+        self.stats: Counter[str] = Counter()
+        self._modules: LruCache[tuple[str, tuple[tuple[str, Any], ...]], Any] = LruCache(
+            KEPT_SHADER_MODULES, self._counter("shader_modules_evicted")
+        )
+        self._pipelines: LruCache[tuple[Any, ...], Any] = LruCache(
+            KEPT_PIPELINES, self._counter("pipelines_evicted")
+        )
+        self._shapes: LruCache[tuple[int, int], _ShapeResources] = LruCache(
+            _KEPT_SHAPES, self._counter("shapes_evicted")
+        )
         self._weights: list[Any] = []
         self._weights_capacity = 0
         # dst texture format -> (bind group layout, pipeline layout): the storage texture's
         # format is part of the layout.
         self._layouts: dict[str, tuple[Any, Any]] = {}
         self._timer: PassTimer | None = None
-        self.stats: Counter[str] = Counter()
         self.uploads = 0  # input textures written (a run with a known input_key skips it)
 
     @property
@@ -449,17 +466,16 @@ class GpuFilter:
 
     # -- caches -------------------------------------------------------------------------------
 
+    def _counter(self, name: str) -> Callable[[Any, Any], None]:
+        """An eviction callback that counts in ``stats[name]``."""
+
+        def count(_key: Any, _value: Any) -> None:
+            self.stats[name] += 1
+
+        return count
+
     def _resources(self, width: int, height: int) -> _ShapeResources:
-        key = (width, height)
-        res = self._shapes.get(key)
-        if res is not None:
-            self._shapes.move_to_end(key)
-            return res
-        res = _ShapeResources(width, height)
-        self._shapes[key] = res
-        while len(self._shapes) > _KEPT_SHAPES:
-            self._shapes.popitem(last=False)
-        return res
+        return self._shapes.get_or_make((width, height), lambda: _ShapeResources(width, height))
 
     def _readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
         """The mappable buffer ``output``'s texture is copied into, and its bytes per row."""
@@ -572,24 +588,26 @@ class GpuFilter:
         return group
 
     def _pipeline(self, p: PassSpec) -> Any:
-        key = (p.shader, p.template, p.constants)
-        pipeline = self._pipelines.get(key)
-        if pipeline is None:
-            device = self.context.device
-            module_key = (p.shader, p.template)
-            module = self._modules.get(module_key)
-            if module is None:
-                code = load_shader(p.shader, **dict(p.template))
-                module = device.create_shader_module(label=p.shader, code=code)
-                self.stats["shader_modules"] += 1
-                self._modules[module_key] = module
-            pipeline = device.create_compute_pipeline(
-                label=p.shader,
-                layout=self._layouts_for(_dst_format(p))[1],
-                compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
-            )
-            self.stats["pipelines"] += 1
-            self._pipelines[key] = pipeline
+        return self._pipelines.get_or_make(
+            (p.shader, p.template, p.constants), lambda: self._make_pipeline(p)
+        )
+
+    def _make_pipeline(self, p: PassSpec) -> Any:
+        device = self.context.device
+
+        def make_module() -> Any:
+            code = load_shader(p.shader, **dict(p.template))
+            module = device.create_shader_module(label=p.shader, code=code)
+            self.stats["shader_modules"] += 1
+            return module
+
+        module = self._modules.get_or_make((p.shader, p.template), make_module)
+        pipeline = device.create_compute_pipeline(
+            label=p.shader,
+            layout=self._layouts_for(_dst_format(p))[1],
+            compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
+        )
+        self.stats["pipelines"] += 1
         return pipeline
 
     def _pass_timer(self) -> PassTimer:

@@ -183,3 +183,21 @@ def test_wall_clock_timing_without_timestamps(gpu):
     assert all(p.ms > 0 for p in r.timing.passes)
     ref = conv2d_reference(x, wt, b, padding=1)
     np.testing.assert_allclose(r.y, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+def test_pipeline_cache_is_bounded(gpu, monkeypatch):
+    """Each layer shape or layout compiles its own pipelines; the runner keeps only
+    KEPT_PIPELINES of them, and a dropped one is compiled again, with the same result."""
+    from blurapp.conv import engine
+
+    monkeypatch.setattr(engine, "KEPT_PIPELINES", 1)
+    runner = engine.ConvRunner(gpu)
+    x, wt, b = random_layer(1, 3, 7, 6, 4, 3)
+    ref = conv2d_reference(x, wt, b, padding=1)
+    for layout in ("nchw", "nhwc", "nchw"):
+        r = conv2d(to_layout(x, layout), wt, b, padding=1, layout=layout, strategy="direct",
+                   runner=runner)  # fmt: skip
+        y = r.y if layout == "nchw" else np.transpose(r.y, (0, 3, 1, 2))
+        np.testing.assert_allclose(y, ref, rtol=TOL, atol=TOL * np.abs(ref).max())
+        assert len(runner._pipelines) == 1
+    assert runner.stats == {"pipelines": 3, "pipelines_evicted": 2}

@@ -471,3 +471,30 @@ def test_input_key_skips_the_upload_of_an_image_the_texture_holds(fresh_filter) 
     f.run(x, box, "clamp", "separable", input_key="b", storage="rgba16f")
     f.run(x, box, "clamp", "separable", input_key="b")
     assert f.uploads == 7
+
+
+def test_stepping_sigma_keeps_the_pipeline_caches_bounded(fresh_filter) -> None:
+    """A preview stepping a Gaussian's sigma 40 times: the 1-D passes bake the weights into
+    their code, so every step compiles two new pipelines; the caches stop at their size."""
+    from blurapp.gpu.engine import KEPT_PIPELINES, KEPT_SHADER_MODULES
+
+    f = fresh_filter
+    x = image((9, 11, 2), "sigma-steps")
+    sigmas = [0.5 + 0.05 * i for i in range(40)]
+    for sigma in sigmas:
+        k = Kernel.parse(f"gaussian:sigma={sigma}")
+        out, _ = f.run(x, k, "mirror", "separable")
+        assert_matches_reference(out, x, k, "mirror")
+        assert len(f._pipelines) <= KEPT_PIPELINES
+        assert len(f._modules) <= KEPT_SHADER_MODULES
+    made, kept = f.stats["pipelines"], len(f._pipelines)
+    assert made == 2 * len(sigmas) > KEPT_PIPELINES == kept
+    assert f.stats["pipelines_evicted"] == made - kept
+    assert f.stats["shader_modules_evicted"] == f.stats["shader_modules"] - len(f._modules)
+    # The newest kernel is still compiled; the first one was dropped and is built again, right.
+    f.run(x, Kernel.parse(f"gaussian:sigma={sigmas[-1]}"), "mirror", "separable")
+    assert f.stats["pipelines"] == made
+    first = Kernel.parse(f"gaussian:sigma={sigmas[0]}")
+    out, _ = f.run(x, first, "mirror", "separable")
+    assert f.stats["pipelines"] == made + 2
+    assert_matches_reference(out, x, first, "mirror")
