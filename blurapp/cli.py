@@ -130,7 +130,10 @@ def _add_optional(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage)."""
+    """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage).
+
+    An entry point: it makes the process-wide set-up (:func:`blurapp.process.prepare_process`).
+    """
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-")):
         args_list.insert(0, "gui")
@@ -139,6 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # After parsing: --help and usage errors stay instant. Before any command: the runtime
+    # folder and the cffi speed-up must be in place before Qt or wgpu start.
+    from blurapp.process import prepare_process
+
+    prepare_process()
     try:
         return int(args.func(args))
     except BlurappError as err:

@@ -11,21 +11,34 @@ cost).
 
 Only the typedef names that occur in the parsed text can change how pycparser reads it, so
 :func:`install` replaces ``cffi.cparser.Parser._parse`` with a copy that declares just those.
-The syntax tree, and so every type cffi builds, is the same; nothing else of cffi changes. The
-copy is installed only for the cffi versions it was checked against (their ``_parse`` is the
-function reproduced here); with any other cffi it is left alone and wgpu is only slower to
-start.
+The syntax tree, and so every type cffi builds, is the same; nothing else of cffi changes.
+
+The copy replaces code, so it is installed only over the code it copies: the SHA-256 of the
+source of cffi's ``Parser._parse`` must be one in :data:`MIRRORED_PARSE_SHA256`, whatever
+cffi's version says. Any other ``_parse`` (a cffi that changed it, a patched one, one whose
+source is not shipped, as in a frozen bundle) is left alone, silently: wgpu is only slower to
+start. It is a process-wide change, so only :func:`blurapp.process.prepare_process`, which the
+entry points call, installs it (``BLURAPP_NO_CFFI_SPEEDUP=1`` turns it off there).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import re
+import textwrap
 import threading
 from typing import Any
 
-__all__ = ["install", "installed"]
+__all__ = ["MIRRORED_PARSE_SHA256", "install", "installed", "parse_fingerprint"]
 
-_TESTED_CFFI = ((1, 15), (3, 0))  # [first, last) cffi versions whose Parser._parse this mirrors
+#: parse_fingerprint() of the cffi ``Parser._parse`` functions that :func:`_make_parse` copies.
+#: Computed from cffi's sources: the tags v1.17.0, v1.17.1, v2.0.0, v2.1.0 and main at
+#: 45f53108 (2.2.0.dev0) share one, as does the installed cffi 2.1.1. v1.14.6 to v1.16.0 have
+#: another (c8b36d17...), left out on purpose: they lack the trailing empty line the copy adds.
+MIRRORED_PARSE_SHA256: dict[str, str] = {
+    "b8ae03f71988b640d9041a6c548332d26185e983ae92498e5ccf7059a9157051": "cffi 1.17.0 - 2.1.x",
+}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _install_lock = threading.Lock()
 _installed = False
@@ -68,25 +81,36 @@ def _make_parse(cparser: Any) -> Any:
     return _parse
 
 
+def parse_fingerprint(function: Any) -> str | None:
+    """The SHA-256 (hex) of a function's dedented source text, ``None`` when it has none.
+
+    Source text, not bytecode: the bytecode of the same ``_parse`` differs between Python
+    versions (3.11 turns ``'%s' % (x,)`` into string building), its source does not.
+    """
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return None
+    return hashlib.sha256(textwrap.dedent(source).encode()).hexdigest()
+
+
 def install() -> bool:
     """Install the faster parse into cffi, once per process.
 
     Returns:
-        ``True`` when it is installed (now or before), ``False`` when cffi is missing or a
-        version this module was not checked against.
+        ``True`` when it is installed (now or before), ``False`` when cffi is missing or its
+        ``Parser._parse`` is not one of those the copy mirrors (:data:`MIRRORED_PARSE_SHA256`).
     """
     global _installed, original_parse
     with _install_lock:
         if _installed:
             return True
         try:
-            import cffi
             from cffi import cparser
         except ImportError:
             return False
-        version = tuple(getattr(cffi, "__version_info__", (0,))[:2])
         needed = ("_preprocess", "_common_type_names", "_get_parser", "lock", "pycparser")
-        if not (_TESTED_CFFI[0] <= version < _TESTED_CFFI[1]) or not all(
+        if parse_fingerprint(cparser.Parser._parse) not in MIRRORED_PARSE_SHA256 or not all(
             hasattr(cparser, name) for name in (*needed, "CDEF_SOURCE_STRING")
         ):
             return False

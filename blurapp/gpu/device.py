@@ -2,7 +2,9 @@
 
 Nothing here touches the GPU at import time: ``blurapp --help`` and the core tests work on a
 machine with no adapter. :func:`get_device` picks a hardware adapter when there is one, else
-the software one (Mesa lavapipe), or the one ``BLURAPP_ADAPTER`` names.
+the software one (Mesa lavapipe), or the one ``BLURAPP_ADAPTER`` names. It changes nothing
+process-wide (environment, other libraries): the entry points do that, through
+:func:`blurapp.process.prepare_process`, before they get here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from typing import Any
 
 from blurapp.core.errors import GpuUnavailableError
 from blurapp.core.planner import DeviceLimits
-from blurapp.gpu import cffi_speedup
 
 __all__ = ["ADAPTER_ENV", "GpuContext", "get_device", "select_adapter"]
 
@@ -137,46 +138,7 @@ def select_adapter(adapters: Sequence[Any], wanted: str | None = None) -> Any:
     return min(enumerate(candidates), key=rank)[1]
 
 
-def ensure_runtime_dir() -> str:
-    """A private ``XDG_RUNTIME_DIR`` for this process when the environment has no usable one.
-
-    Vulkan drivers probe for a Wayland display while the instance is created, and libwayland
-    prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment." several times
-    when the variable is missing (a root shell, ssh, cron, CI): noise in a command's output
-    that says nothing about blurapp. A folder ``blurapp-runtime-<uid>`` in the temporary
-    directory (mode 0700, as the XDG spec asks) is used instead, or a fresh one when that name
-    is taken by someone else.
-
-    Returns:
-        The runtime directory now in ``os.environ``.
-    """
-    current = os.environ.get("XDG_RUNTIME_DIR", "")
-    if current and os.path.isdir(current) and os.access(current, os.W_OK | os.X_OK):
-        return current
-    import tempfile
-
-    path = os.path.join(tempfile.gettempdir(), f"blurapp-runtime-{os.getuid()}")
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            raise PermissionError(path)
-    except OSError:
-        path = tempfile.mkdtemp(prefix="blurapp-runtime-")
-    os.environ["XDG_RUNTIME_DIR"] = path
-    return path
-
-
-def _prepare_wgpu() -> None:
-    """What has to happen before wgpu first talks to a driver."""
-    ensure_runtime_dir()
-    # wgpu-py's first use of each C type costs a pycparser run over its whole header; this
-    # makes it cost a run over the type alone (1.6 s off creating the device here).
-    cffi_speedup.install()
-
-
 def _create_context() -> GpuContext:
-    _prepare_wgpu()
     try:
         import wgpu
 
@@ -244,7 +206,6 @@ def get_device() -> GpuContext:
 
 def list_adapters() -> list[dict[str, str]]:
     """Every adapter wgpu can see, as :func:`adapter_info` dicts (empty when none or no wgpu)."""
-    _prepare_wgpu()
     try:
         import wgpu
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication
 
 from blurapp import __version__
 from blurapp.core.errors import BlurappError
-from blurapp.gpu.device import ensure_runtime_dir
+from blurapp.process import prepare_process
 
 ORGANIZATION = "blurapp"
 APPLICATION = "blurapp"
@@ -42,13 +42,17 @@ def app_icon() -> QIcon:
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
-    """The process's QApplication (created once), named so QSettings finds its file."""
+    """The process's QApplication (created once), named so QSettings finds its file.
+
+    Creating it is starting the GUI, an entry point (``python -m blurapp.ui.screenshot`` comes
+    here without the command line): the process-wide set-up is made first.
+    """
     QCoreApplication.setOrganizationName(ORGANIZATION)
     QCoreApplication.setApplicationName(APPLICATION)
     QCoreApplication.setApplicationVersion(__version__)
     app = QApplication.instance()
     if app is None:
-        ensure_runtime_dir()  # before Qt and the Vulkan driver look for one
+        prepare_process()  # XDG_RUNTIME_DIR before Qt and the Vulkan driver look for one
         app = QApplication(argv if argv is not None else sys.argv[:1])
     app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it
     app.setWindowIcon(app_icon())  # X11 and the window's title bar use this one

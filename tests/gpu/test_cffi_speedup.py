@@ -87,14 +87,47 @@ def test_only_the_typedefs_the_text_uses_are_declared(original, monkeypatch) -> 
     ]
 
 
-def test_installed_by_creating_the_device(gpu) -> None:
-    assert cffi_speedup.install() is True
-    assert cffi_speedup.installed()
+def test_the_installed_cffi_is_one_it_mirrors() -> None:
+    """The fingerprint recorded in the module is the installed cffi's (with 2.1.1 here); a new
+    cffi that changes _parse fails this test instead of silently losing 1.6 s of start-up."""
+    fast = cparser.Parser._parse
+    parse = cffi_speedup.original_parse if cffi_speedup.installed() else fast
+    fingerprint = cffi_speedup.parse_fingerprint(parse)
+    assert fingerprint in cffi_speedup.MIRRORED_PARSE_SHA256, (cffi.__version__, fingerprint)
+    assert cffi_speedup.parse_fingerprint(cffi_speedup._make_parse(cparser)) != fingerprint
 
 
-def test_unknown_cffi_versions_are_left_alone(monkeypatch) -> None:
+def _other_parse(self, csource):  # a _parse of some other cffi: same name, other code
+    return cffi_speedup.original_parse(self, csource)
+
+
+@pytest.mark.parametrize("replacement", [_other_parse, cparser.Parser.convert_pycparser_error])
+def test_a_parse_it_does_not_mirror_is_left_alone(original, monkeypatch, replacement) -> None:
     monkeypatch.setattr(cffi_speedup, "_installed", False)
-    monkeypatch.setattr(cffi, "__version_info__", (3, 1, 0))
-    saved = cparser.Parser._parse
+    monkeypatch.setattr(cparser.Parser, "_parse", replacement)
     assert cffi_speedup.install() is False
-    assert cparser.Parser._parse is saved
+    assert cparser.Parser._parse is replacement
+    assert not cffi_speedup.installed()
+
+
+def test_a_parse_without_source_is_left_alone(original, monkeypatch) -> None:
+    """A frozen bundle ships bytecode only: no source to fingerprint, so no speed-up."""
+    monkeypatch.setattr(cffi_speedup, "_installed", False)
+    monkeypatch.setattr(cparser.Parser, "_parse", original)
+
+    def no_source(_obj: object) -> str:
+        raise OSError("could not get source code")
+
+    monkeypatch.setattr(cffi_speedup.inspect, "getsource", no_source)
+    assert cffi_speedup.parse_fingerprint(original) is None
+    assert cffi_speedup.install() is False
+    assert cparser.Parser._parse is original
+
+
+def test_the_version_number_alone_decides_nothing(original, monkeypatch) -> None:
+    """A cffi 3.1 with the same _parse gets the speed-up; the code, not the number, decides."""
+    monkeypatch.setattr(cffi_speedup, "_installed", False)
+    monkeypatch.setattr(cparser.Parser, "_parse", original)
+    monkeypatch.setattr(cffi, "__version_info__", (3, 1, 0))
+    assert cffi_speedup.install() is True
+    assert cparser.Parser._parse is not original

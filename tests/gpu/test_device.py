@@ -133,38 +133,6 @@ def test_format_report_aligns_nested_values() -> None:
     ]
 
 
-def test_runtime_dir_is_kept_when_usable(tmp_path, monkeypatch) -> None:
-    from blurapp.gpu.device import ensure_runtime_dir
-
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    assert ensure_runtime_dir() == str(tmp_path)
-
-
-@pytest.mark.parametrize("value", [None, "", "/nonexistent/blurapp-runtime"])
-def test_private_runtime_dir_when_missing_or_invalid(value, tmp_path, monkeypatch) -> None:
-    import os
-    import stat
-    import tempfile
-
-    from blurapp.gpu.device import ensure_runtime_dir
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    if value is None:
-        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    else:
-        monkeypatch.setenv("XDG_RUNTIME_DIR", value)
-    path = ensure_runtime_dir()
-    assert os.environ["XDG_RUNTIME_DIR"] == path
-    assert path == str(tmp_path / f"blurapp-runtime-{os.getuid()}")
-    assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
-    # A folder of that name that others may write to is not used.
-    os.chmod(path, 0o777)
-    monkeypatch.delenv("XDG_RUNTIME_DIR")
-    other = ensure_runtime_dir()
-    assert other != path and other.startswith(str(tmp_path / "blurapp-runtime-"))
-    assert stat.S_IMODE(os.stat(other).st_mode) == 0o700
-
-
 @pytest.mark.gpu
 def test_no_runtime_dir_noise_on_stderr(gpu) -> None:
     """Without XDG_RUNTIME_DIR, libwayland used to print its complaint several times."""
@@ -176,3 +144,26 @@ def test_no_runtime_dir_noise_on_stderr(gpu) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "XDG_RUNTIME_DIR" not in proc.stderr
+
+
+@pytest.mark.gpu
+def test_library_use_changes_nothing_process_wide(gpu) -> None:
+    """get_device() and filter_image() alone: no environment variable set, cffi not patched
+    (the entry points do that, through blurapp.process.prepare_process)."""
+    import os
+
+    code = (
+        "import os, numpy as np, blurapp\n"
+        "from cffi import cparser\n"
+        "from blurapp.gpu import cffi_speedup\n"
+        "from blurapp.gpu.device import get_device\n"
+        "env, parse = dict(os.environ), cparser.Parser._parse\n"
+        "get_device()\n"
+        "out = blurapp.filter_image(np.ones((4, 5), np.float32), 'box:3', strategy='direct')\n"
+        "assert out.image.shape == (4, 5)\n"
+        "assert dict(os.environ) == env, set(os.environ.items()) ^ set(env.items())\n"
+        "assert cparser.Parser._parse is parse and not cffi_speedup.installed()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
