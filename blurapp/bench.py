@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
+import os
 import statistics
 import sys
 from dataclasses import asdict, dataclass, replace
@@ -20,6 +22,7 @@ import numpy as np
 
 from blurapp.core import strategies as registry
 from blurapp.core.errors import UsageError
+from blurapp.io import atomic_output, check_output, write_text
 
 # The GPU strategies by default; ``cpu`` on request (it is orders of magnitude slower).
 DEFAULT_STRATEGIES = registry.gpu_names()
@@ -216,8 +219,9 @@ def _draw_guides(
         ax_s.annotate("∝ pixels", (pixels[0], ys[0]), fontsize=7)
 
 
-def write_plot(records: list[BenchRecord], path: Path) -> None:
-    """Time against radius per strategy (log scale) and time against pixel count."""
+def write_plot(records: list[BenchRecord], path: Path, *, overwrite: bool = False) -> None:
+    """Time against radius per strategy (log scale) and time against pixel count, written
+    atomically (an existing ``path`` is replaced only with ``overwrite``)."""
     try:
         import matplotlib
 
@@ -262,8 +266,11 @@ def write_plot(records: list[BenchRecord], path: Path) -> None:
         ax.legend(fontsize=8)
     fig.suptitle(f"blurapp bench on {adapter}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        with atomic_output(path, overwrite=overwrite) as fh:
+            fig.savefig(fh, dpi=110, format=path.suffix.lstrip(".").lower() or "png")
+    finally:
+        plt.close(fig)
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -290,6 +297,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", type=Path, metavar="FILE", help="write the records as CSV")
     p.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the scaling curves")
     p.add_argument(
+        "--overwrite", action="store_true", help="replace existing --json, --csv or --plot files"
+    )
+    p.add_argument(
         "--ceiling",
         action="store_true",
         help="also time a plain copy (direct, 1×1 kernel) per size: the bandwidth ceiling, "
@@ -309,6 +319,7 @@ def run_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"unknown strategy {unknown[0]!r}: choose from {', '.join(timed)}")
     if args.repeat < 1 or args.warmup < 0:
         raise UsageError("--repeat must be at least 1 and --warmup at least 0")
+    _check_outputs(args)
     records: list[BenchRecord] = []
     for w, h in sizes:
         image = make_image(w, h, args.channels, args.format)
@@ -348,13 +359,34 @@ def run_bench(args: argparse.Namespace) -> int:
         print(f"adapter: {records[0].adapter} ({records[0].backend}), timer: {records[0].timer}")
     print(format_table(records))
     if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in records], indent=2) + "\n")
+        text = json.dumps([asdict(r) for r in records], indent=2) + "\n"
+        write_text(args.json, text, overwrite=args.overwrite)
     if args.csv:
-        with args.csv.open("w", newline="") as f:
-            fields = [k for k in asdict(records[0]) if k != "passes"] if records else []
-            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(asdict(r) for r in records)
+        write_text(args.csv, records_csv(records), overwrite=args.overwrite)
     if args.plot and records:
-        write_plot(records, args.plot)
+        write_plot(records, args.plot, overwrite=args.overwrite)
     return 0
+
+
+def records_csv(records: list[BenchRecord]) -> str:
+    """The records as CSV text, one row each (the per-pass times left out)."""
+    buf = io.StringIO(newline="")
+    fields = [k for k in asdict(records[0]) if k != "passes"] if records else []
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(asdict(r) for r in records)
+    return buf.getvalue()
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--json``, ``--csv`` and ``--plot`` refused before any timing: an existing file without
+    ``--overwrite``, something that is not a file, a missing folder, or one file given twice."""
+    seen: dict[str, str] = {}
+    for flag, path in (("--json", args.json), ("--csv", args.csv), ("--plot", args.plot)):
+        if path is None:
+            continue
+        check_output(path, overwrite=args.overwrite)
+        key = os.path.normcase(os.path.abspath(path))
+        if key in seen:
+            raise UsageError(f"{seen[key]} and {flag} name the same file {path}")
+        seen[key] = flag

@@ -70,6 +70,17 @@ def test_version_lives_in_one_place() -> None:
     assert importlib.metadata.version("blurapp") == blurapp.__version__
 
 
+def test_every_package_is_listed_for_the_wheel() -> None:
+    """[tool.setuptools] packages is a list: a new package left out of it would not ship."""
+    table = _toml_table((ROOT / "pyproject.toml").read_text(), "tool.setuptools")
+    listed = set(re.findall(r'"(blurapp[\w.]*)"', table))
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "blurapp").rglob("__init__.py")
+    }
+    assert found and found <= listed, sorted(found - listed)
+
+
 def test_version_command_prints_it() -> None:
     script = Path(sys.executable).with_name("blurapp")
     assert script.is_file(), f"no console script {script}: pip install -e . first"

@@ -29,7 +29,7 @@ from blurapp.core.filterspec import FilterSpec
 
 if TYPE_CHECKING:
     from blurapp.pipeline import FilterResult
-from blurapp.core.imageio import format_from_path
+from blurapp.io import check_output, format_from_path
 
 __all__ = ["format_timing", "run_apply", "run_batch", "settings_from_args"]
 
@@ -76,13 +76,7 @@ def run_apply(args: argparse.Namespace) -> int:
     fmt = format_from_path(output)
     if not os.path.lexists(source):
         raise UsageError(f"no such file: {source}")
-    if os.path.lexists(output) and os.path.realpath(output) == os.path.realpath(source):
-        raise UsageError(f"the output {output} is the input; an input is never modified")
-    if os.path.lexists(output) and not args.overwrite:
-        raise UsageError(f"{output} exists (use --overwrite to replace it)")
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"the output folder {folder} does not exist")
+    check_output(output, overwrite=args.overwrite, inputs=[source])
     _image, outcome = process_file(source, output, fmt, spec, encode)
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
@@ -116,12 +110,13 @@ def run_batch(args: argparse.Namespace) -> int:
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir} is not a folder")
-    if args.report:
-        report_folder = Path(args.report).parent
-        if str(report_folder) and not report_folder.is_dir():
-            raise UsageError(f"the report's folder {report_folder} does not exist")
     inputs = expand_inputs(args.inputs, recursive=args.recursive)
     jobs = plan_jobs(inputs, out_dir, fmt=args.format, suffix=args.suffix)
+    if args.report:  # the report follows the rule of every output, before any work
+        check_output(args.report, overwrite=args.overwrite, inputs=inputs)
+        report_key = os.path.normcase(os.path.abspath(args.report))
+        if any(os.path.normcase(os.path.abspath(j.output)) == report_key for j in jobs):
+            raise UsageError(f"the report {args.report} would be one of the outputs")
     to_run, skipped = split_existing(
         jobs, overwrite=args.overwrite, skip_existing=args.skip_existing
     )
@@ -149,7 +144,8 @@ def run_batch(args: argparse.Namespace) -> int:
         progress.close()
         if args.report:  # an interrupted run's report still says what was written
             wall_s = time.perf_counter() - start
-            write_report(args.report, build_report(ordered(stopped.records), spec, wall_s))
+            report = build_report(ordered(stopped.records), spec, wall_s)
+            write_report(args.report, report, overwrite=args.overwrite)
         raise
     finally:
         progress.close()
@@ -157,7 +153,7 @@ def run_batch(args: argparse.Namespace) -> int:
 
     rows = ordered(records)
     if args.report:
-        write_report(args.report, build_report(rows, spec, wall_s))
+        write_report(args.report, build_report(rows, spec, wall_s), overwrite=args.overwrite)
     failed = sum(1 for r in rows if r.status == "failed")
     written = sum(1 for r in rows if r.status == "ok")
     if not args.quiet:

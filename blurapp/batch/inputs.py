@@ -14,7 +14,7 @@ from pathlib import Path
 
 from blurapp.batch.pipeline import Job
 from blurapp.core.errors import UsageError
-from blurapp.core.imageio import FORMATS, format_from_path
+from blurapp.io import FORMATS, file_identity, format_from_path
 
 __all__ = ["expand_inputs", "plan_jobs", "split_existing"]
 
@@ -120,8 +120,10 @@ def plan_jobs(
             "use --suffix, --format or separate runs"
         )
 
-    input_keys = {os.path.normcase(os.path.realpath(p)) for p in inputs}
-    clobber = [j for j in jobs if os.path.normcase(os.path.realpath(j.output)) in input_keys]
+    # By device and inode, not by name: bind mounts, links and case-insensitive file systems
+    # give one file several names.
+    input_ids = {file_identity(p) for p in inputs} - {None}
+    clobber = [j for j in jobs if file_identity(j.output) in input_ids]
     if clobber:
         raise UsageError(
             f"output would replace its input: {_names(j.output for j in clobber)}; "

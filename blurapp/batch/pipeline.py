@@ -20,7 +20,7 @@ import numpy as np
 from blurapp import pipeline
 from blurapp.core.errors import BlurappError
 from blurapp.core.filterspec import FilterSpec
-from blurapp.core.imageio import (
+from blurapp.io import (
     DEFAULT_MAX_PIXELS,
     ImageData,
     output_dtype,

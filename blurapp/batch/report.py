@@ -10,7 +10,7 @@ from typing import Any
 from blurapp import __version__
 from blurapp.batch.pipeline import FileRecord
 from blurapp.core.filterspec import FilterSpec
-from blurapp.core.imageio import atomic_output
+from blurapp.io import write_text
 
 __all__ = ["REPORT_VERSION", "STATUSES", "build_report", "write_report"]
 
@@ -80,7 +80,8 @@ def build_report(
     }
 
 
-def write_report(path: str | os.PathLike[str], report: dict[str, Any]) -> None:
-    """Write the report atomically (replacing an older one: it describes this run)."""
-    with atomic_output(path, overwrite=True) as fh:
-        fh.write((json.dumps(report, indent=2) + "\n").encode())
+def write_report(
+    path: str | os.PathLike[str], report: dict[str, Any], *, overwrite: bool = False
+) -> None:
+    """Write the report atomically; an existing file is replaced only with ``overwrite``."""
+    write_text(path, json.dumps(report, indent=2) + "\n", overwrite=overwrite)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ import numpy as np
 from blurapp.conv.data import relative_error, to_layout
 from blurapp.conv.tile_budget import DEFAULT_BUDGET, DTYPE_BYTES, plan_tile
 from blurapp.core.errors import UsageError
+from blurapp.io import atomic_output, check_output
 
 __all__ = ["add_options", "format_result", "run_conv"]
 
@@ -96,6 +95,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--weights", required=True, metavar="W.npy", help="(Cout, Cin/groups, kh, kw)")
     p.add_argument("--bias", metavar="B.npy", help="(Cout,)")
     p.add_argument("-o", "--output", required=True, metavar="Y.npy", help="output, X's layout")
+    p.add_argument("--overwrite", action="store_true", help="replace Y.npy if it exists")
     _add_layer_options(p)
     p.add_argument("--layout", choices=_LAYOUTS, default="nchw", help="X's (and Y's) layout")
     p.add_argument("--strategy", choices=_STRATEGIES, default="auto", help="default auto")
@@ -174,29 +174,14 @@ def _load(path: str, what: str) -> np.ndarray:
     return arr
 
 
-def _check_output(path: str) -> Path:
-    """The output path, refused before any work when it cannot be written."""
-    target = Path(path)
-    if target.suffix != ".npy":
-        raise UsageError(f"output {path!r} must end in .npy")
-    if not target.parent.is_dir():
-        raise UsageError(f"output folder {str(target.parent)!r} does not exist")
-    if target.is_dir():
-        raise UsageError(f"output {path!r} is a folder")
-    return target
-
-
-def _save_atomic(path: str, array: np.ndarray) -> None:
-    """Write ``array`` to ``path`` through a temporary file, so a crash leaves no half file."""
-    target = _check_output(path)
-    fd, tmp = tempfile.mkstemp(prefix=".conv-", suffix=".npy", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _check_output(args: argparse.Namespace) -> Path:
+    """``conv run``'s output, refused before any work when it must not be written: not
+    ``.npy``, a missing folder, one of the inputs, not a file, or existing without
+    ``--overwrite``."""
+    if Path(args.output).suffix != ".npy":
+        raise UsageError(f"output {args.output!r} must end in .npy")
+    inputs = [p for p in (args.input, args.weights, args.bias) if p]
+    return check_output(args.output, overwrite=args.overwrite, inputs=inputs)
 
 
 def format_result(result: Any, error: float | None = None) -> str:
@@ -230,7 +215,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from blurapp.conv.engine import conv2d
     from blurapp.conv.reference import conv2d_reference
 
-    _check_output(args.output)
+    target = _check_output(args)
     x = _load(args.input, "input")
     w = _load(args.weights, "weights")
     b = _load(args.bias, "bias") if args.bias else None
@@ -242,7 +227,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "layout": args.layout,
     }
     result = conv2d(x, w, b, strategy=args.strategy, repeats=3 if args.timing else 1, **layer)
-    _save_atomic(args.output, result.y)
+    with atomic_output(target, overwrite=args.overwrite) as fh:
+        np.save(fh, result.y)
     error = None
     if args.check:
         error = relative_error(result.y, conv2d_reference(x, w, b, **layer))

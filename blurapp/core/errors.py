@@ -34,5 +34,11 @@ class ImageError(BlurappError):
     """An image that cannot be read, written or filtered (unreadable, truncated, too large)."""
 
 
+class OutputError(BlurappError):
+    """A file that cannot be written: it appeared meanwhile (without ``--overwrite``), it is not a
+    regular file, or the write itself failed. Found before any work, the same problems are
+    :class:`UsageError` (see ``blurapp.io.check_output``)."""
+
+
 class GpuUnavailableError(BlurappError):
     """No WebGPU adapter could be found or a device could not be created."""

@@ -24,7 +24,7 @@ ignored, ``N`` or ``WxH`` wherever a size is given:
 ``log:sigma=1.5``              Laplacian of Gaussian, radius int(4*sigma+0.5), zero sum,
                                negative at the centre (same sign as ``laplacian``)
 ``matrix:3x3:1,2,1,...``       row-major weights; a final ``,normalize`` divides by the sum
-``@file.json``                 a kernel saved by :meth:`Kernel.save`
+``@file.json``                 a kernel file (:meth:`Kernel.to_json`, ``blurapp.io.save_kernel``)
 =============================  =================================================================
 
 Size limit: no spec may ask for more than ``MAX_KERNEL_SIDE`` = 513 taps per side (radius 256);
@@ -41,14 +41,13 @@ from __future__ import annotations
 import functools
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from blurapp.core.errors import BlurappError, KernelSpecError
+from blurapp.core.errors import KernelSpecError
 from blurapp.core.kernel_families import FAMILIES, MAX_KERNEL_SIDE, matrix_spec
 from blurapp.core.separability import Separability, analyze
 
@@ -197,36 +196,9 @@ class Kernel:
             "weights": self.weights.tolist(),
         }
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the kernel as JSON (one weight row per line), atomically.
-
-        Floats are written with repr precision, so :meth:`load` gives back identical bits.
-        Raises BlurappError with one line when the file cannot be written.
-        """
-        path = Path(path).expanduser()
-        d = self.to_json()
-        head = ",\n".join(
-            f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in d.items() if k != "weights"
-        )
-        rows = ",\n".join("    " + json.dumps(r, allow_nan=False) for r in d["weights"])
-        text = "{\n" + head + ',\n  "weights": [\n' + rows + "\n  ]\n}\n"
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-        except OSError as e:
-            raise BlurappError(
-                f"cannot write kernel file {str(path)!r}: {e.strerror or e}"
-            ) from None
-
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Kernel:
-        """Read a kernel saved by :meth:`save` (see :meth:`from_json`).
+        """Read a kernel file (see :meth:`from_json`; ``blurapp.io.save_kernel`` writes them).
 
         Raises KernelSpecError naming the file when it is missing, unreadable or not a kernel.
         """

@@ -44,10 +44,10 @@ from PySide6.QtWidgets import (
 from blurapp import engine
 from blurapp.core.borders import BORDER_MODES, Border
 from blurapp.core.errors import BlurappError, KernelSpecError
-from blurapp.core.imageio import ImageData, output_dtype, read_image, write_image
 from blurapp.core.kernel import Kernel
 from blurapp.core.numbers import RANGE_MODES, from_float, to_float
 from blurapp.core.planner import TILE_SIDES
+from blurapp.io import ImageData, output_dtype, read_image, save_kernel, write_image
 from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB, CompareView
 from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.convert import to_qimage
@@ -496,7 +496,7 @@ class MainWindow(QMainWindow):
             self.show_error("There is no result to save yet.")
             return False
         try:
-            from blurapp.core.imageio import format_from_path, with_pixels
+            from blurapp.io import format_from_path, with_pixels
 
             fmt = format_from_path(path)
             pixels = self.result.image
@@ -597,7 +597,7 @@ class MainWindow(QMainWindow):
 
     def save_kernel(self, path: str | os.PathLike[str]) -> bool:
         try:
-            self.kernel.save(path)
+            save_kernel(self.kernel, path, overwrite=True)  # the dialog asked
         except BlurappError as err:
             self.show_error(str(err))
             return False

@@ -100,9 +100,9 @@ def test_inputs_and_plans(tmp_path: Path) -> None:
 
 def test_help_names_match_the_registries() -> None:
     from blurapp.batch import options
-    from blurapp.core.imageio import FORMATS
     from blurapp.core.numbers import RANGE_MODES
     from blurapp.core.strategies import STRATEGIES
+    from blurapp.io import FORMATS
 
     assert set(options._FORMATS) == set(FORMATS)
     for add in (add_apply_options, add_batch_options):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from blurapp.core.imageio import read_image
 from blurapp.core.reference import correlate
+from blurapp.io import read_image
 
 
 def blurapp(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -126,6 +127,31 @@ def test_existing_output_is_refused_then_replaced_with_overwrite(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     np.testing.assert_array_equal(np.load(out), correlate(np.load(tmp_path / "in.npy"), "box:3"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.npy", "out.npy"]  # no temporary
+
+
+def test_the_input_is_never_the_output_whatever_its_name(tmp_path: Path) -> None:
+    np.save(tmp_path / "in.npy", _noise((5, 5)))
+    before = (tmp_path / "in.npy").read_bytes()
+    os.link(tmp_path / "in.npy", tmp_path / "same.npy")  # one file, two names
+    (tmp_path / "link.npy").symlink_to(tmp_path / "in.npy")
+    for out in ("in.npy", "same.npy", "link.npy"):
+        proc = blurapp("apply", tmp_path / "in.npy", "-o", tmp_path / out, "-k", "box:3",
+                       "--strategy", "cpu", "--overwrite")  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "is the input" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "in.npy").read_bytes() == before
+
+
+def test_something_that_is_not_a_file_is_never_replaced(tmp_path: Path) -> None:
+    np.save(tmp_path / "in.npy", _noise((5, 5)))
+    (tmp_path / "dir.npy").mkdir()
+    os.mkfifo(tmp_path / "fifo.npy")
+    for out, kind in (("dir.npy", "a folder"), ("fifo.npy", "a FIFO")):
+        proc = blurapp("apply", tmp_path / "in.npy", "-o", tmp_path / out, "-k", "box:3",
+                       "--strategy", "cpu", "--overwrite")  # fmt: skip
+        assert proc.returncode == 2
+        assert f"{out} is {kind}, not a file" in proc.stderr
+    assert (tmp_path / "dir.npy").is_dir() and not list((tmp_path / "dir.npy").iterdir())
 
 
 @pytest.mark.parametrize(

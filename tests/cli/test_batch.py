@@ -17,8 +17,8 @@ import pytest
 import tifffile
 from PIL import Image, ImageCms
 
-from blurapp.core.imageio import ImageData, read_image, write_image
 from blurapp.core.reference import correlate
+from blurapp.io import ImageData, read_image, write_image
 
 ORIENTATION = 0x0112
 ARTIST = 0x013B
@@ -364,6 +364,47 @@ def test_collisions_and_clobbering_inputs_are_refused(tmp_path: Path) -> None:
                    "--strategy", "cpu", "-q")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert _files(out) == ["x.jpg", "x.png", "x_b.jpg", "x_b.png"]
+
+
+def test_the_report_follows_the_never_overwrite_rule(tmp_path: Path) -> None:
+    src, out = tmp_path / "in", tmp_path / "out"
+    _good_inputs(src, 2)
+    q0 = src / "q0.png"
+    q0.write_bytes((src / "good0.png").read_bytes())
+    before = q0.read_bytes()
+    for extra in ([], ["--overwrite"]):  # an input is never a report, even with --overwrite
+        proc = blurapp("batch", src, "-o", out, "-k", "box:3", "--report", q0, *extra)
+        assert proc.returncode == 2, proc.stderr
+        assert "q0.png" in proc.stderr and "input" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert not out.exists() and q0.read_bytes() == before  # refused before any work
+    report = tmp_path / "r.json"
+    report.write_text("an older report")
+    proc = blurapp("batch", src, "-o", out, "-k", "box:3", "--strategy", "cpu", "--report", report)
+    assert proc.returncode == 2
+    assert "r.json exists" in proc.stderr and "--overwrite" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not out.exists() and report.read_text() == "an older report"
+    proc = blurapp("batch", src, "-o", out, "-k", "box:3", "--strategy", "cpu", "--report", report,
+                   "--overwrite", "-q")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(report.read_text())["totals"]["ok"] == 3
+    (tmp_path / "folder.json").mkdir()
+    proc = blurapp("batch", src, "-o", out, "-k", "box:3", "--report", tmp_path / "folder.json",
+                   "--overwrite")  # fmt: skip
+    assert proc.returncode == 2 and "folder.json is a folder" in proc.stderr
+
+
+def test_an_output_is_known_as_an_input_by_inode_not_name(tmp_path: Path) -> None:
+    """A hard link gives the input another name in the output folder: still refused."""
+    src, out = tmp_path / "in", tmp_path / "out"
+    _good_inputs(src, 1)
+    out.mkdir()
+    os.link(src / "good0.png", out / "good0.png")
+    before = (src / "good0.png").read_bytes()
+    proc = blurapp("batch", src, "-o", out, "-k", "box:3", "--overwrite")
+    assert proc.returncode == 2 and "replace its input" in proc.stderr
+    assert (src / "good0.png").read_bytes() == before
 
 
 def test_a_failed_write_leaves_no_partial_file(tmp_path: Path) -> None:

@@ -51,6 +51,28 @@ def test_bench_rejects_bad_arguments() -> None:
     assert "12by4" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_bench_refuses_existing_outputs_before_timing(tmp_path: Path) -> None:
+    """Checked before any GPU work: no adapter is needed to be refused."""
+    existing = tmp_path / "existing.png"
+    existing.write_bytes(b"precious")
+    for flag in ("--json", "--csv", "--plot"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "blurapp", "bench", "--size", "8x8", "--radii", "1",
+             flag, str(existing)],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert proc.returncode == 2, proc.stderr
+        assert "existing.png exists" in proc.stderr and "--overwrite" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert existing.read_bytes() == b"precious"
+    proc = subprocess.run(
+        [sys.executable, "-m", "blurapp", "bench", "--json", str(tmp_path / "a"), "--csv",
+         str(tmp_path / "a"), "--overwrite"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "the same file" in proc.stderr
+
+
 @pytest.mark.gpu
 def test_bench_format_changes_the_input_texture(gpu: object, tmp_path: Path) -> None:
     def bench(fmt: str) -> list[dict]:

@@ -167,3 +167,20 @@ def test_run_refuses_a_missing_output_folder_before_any_work(tmp_path, capsys):
             str(tmp_path / "nodir" / "y.npy")]  # fmt: skip
     assert main(argv) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_run_never_writes_over_an_input_or_an_existing_output(tmp_path, capsys):
+    x, w = tmp_path / "x.npy", tmp_path / "w.npy"
+    np.save(x, np.zeros((1, 1, 4, 4), np.float32))
+    np.save(w, np.ones((1, 1, 3, 3), np.float32))
+    before = x.read_bytes()
+    for extra in ([], ["--overwrite"]):
+        argv = ["conv", "run", "--input", str(x), "--weights", str(w), "-o", str(x), *extra]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert "is the input" in err and len(err.splitlines()) == 1
+    y = tmp_path / "y.npy"
+    y.write_bytes(b"precious")
+    assert main(["conv", "run", "--input", str(x), "--weights", str(w), "-o", str(y)]) == 2
+    assert "y.npy exists (use --overwrite" in capsys.readouterr().err
+    assert x.read_bytes() == before and y.read_bytes() == b"precious"

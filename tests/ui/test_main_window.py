@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QComboBox, QLineEdit, QTableWidget, QTabWidget
 
 from blurapp import engine
-from blurapp.core.imageio import read_image
 from blurapp.core.kernel import Kernel
+from blurapp.io import read_image
 from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB
 from blurapp.ui.jobs import COMPARED_STRATEGIES
 

@@ -1,4 +1,6 @@
-"""blurapp.core.imageio in-process: orientation, sniffing, probing, atomic writes, format rules."""
+"""blurapp.io.images in-process: orientation, sniffing, probing, format rules, Pillow's limit.
+
+The atomic writer itself is tested in test_atomic.py."""
 
 from __future__ import annotations
 
@@ -9,11 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-from blurapp.core.errors import ImageError, UsageError
-from blurapp.core.imageio import (
+from blurapp.core.errors import ImageError, OutputError, UsageError
+from blurapp.io import (
     TEMP_SUFFIX,
     ImageData,
-    atomic_output,
     format_from_path,
     output_dtype,
     probe_image,
@@ -76,30 +77,16 @@ def test_unsupported_npy_arrays(tmp_path: Path, array: np.ndarray) -> None:
         read_image(tmp_path / "a.npy")
 
 
-def test_atomic_output_leaves_nothing_on_failure(tmp_path: Path) -> None:
-    target = tmp_path / "x.bin"
-    with pytest.raises(RuntimeError), atomic_output(target) as fh:
-        fh.write(b"half")
-        raise RuntimeError("encoder died")
-    assert list(tmp_path.iterdir()) == []
-    with pytest.raises(KeyboardInterrupt), atomic_output(target) as fh:
-        fh.write(b"half")
-        raise KeyboardInterrupt
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_atomic_output_never_clobbers_without_overwrite(tmp_path: Path) -> None:
-    target = tmp_path / "x.bin"
-    with atomic_output(target) as fh:
-        fh.write(b"first")
-    with pytest.raises(ImageError, match="exists"), atomic_output(target) as fh:
-        fh.write(b"second")
-    assert target.read_bytes() == b"first"
-    with atomic_output(target, overwrite=True) as fh:
-        fh.write(b"third")
-    assert target.read_bytes() == b"third"
+def test_write_image_never_clobbers_without_overwrite(tmp_path: Path) -> None:
+    target = tmp_path / "x.npy"
+    write_image(target, np.zeros((2, 2), np.uint8))
+    before = target.read_bytes()
+    with pytest.raises(OutputError, match=r"x\.npy exists .*--overwrite"):
+        write_image(target, np.ones((2, 2), np.uint8))
+    assert target.read_bytes() == before
+    write_image(target, np.ones((2, 2), np.uint8), overwrite=True)
+    assert read_image(target).pixels.max() == 1
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMP_SUFFIX)]
-    assert (target.stat().st_mode & 0o777) != 0o600  # not mkstemp's private mode
 
 
 def test_format_rules() -> None:
@@ -177,7 +164,7 @@ def test_png_compress_level_is_honoured(tmp_path: Path) -> None:
 
 
 def test_png_fast_decoder_leaves_palettes_and_colour_keys_to_pillow(tmp_path: Path) -> None:
-    from blurapp.core.imageio import _libpng_decodes
+    from blurapp.io.images import _libpng_decodes
 
     rgb = np.random.default_rng(6).integers(0, 256, (6, 7, 3)).astype(np.uint8)
     Image.fromarray(rgb).save(tmp_path / "rgb.png")
@@ -208,3 +195,67 @@ def test_truncated_file_is_named_as_such(tmp_path: Path, ext: str, name: str) ->
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
     with pytest.raises(ImageError, match=f"cannot read .*cut.{ext}: truncated or corrupt {name}"):
         read_image(cut)
+
+
+# ------------------------------------------------------------ Pillow's decompression-bomb limit
+
+
+@pytest.mark.parametrize("ext", ["png", "bmp"])
+def test_pillow_limit_is_kept_while_blurapp_reads_beyond_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ext: str
+) -> None:
+    """blurapp's max_pixels is the guard; Pillow's own limit is never switched off for the
+    process, only raised for blurapp's own Image.open and put back."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # Pillow refuses above 2000 pixels
+    path = tmp_path / f"big.{ext}"
+    Image.new("L", (100, 50)).save(path)  # 5000 pixels: a "bomb" to Pillow at this limit
+    with pytest.raises(Image.DecompressionBombError), Image.open(path):
+        pass
+    info = probe_image(path)
+    assert (info.width, info.height) == (100, 50)
+    assert Image.MAX_IMAGE_PIXELS == 1000
+    assert read_image(path).pixels.shape == (50, 100)
+    assert Image.MAX_IMAGE_PIXELS == 1000
+    with pytest.raises(ImageError, match=r"100×50 .* over the limit"):
+        read_image(path, max_pixels=4999)
+    assert Image.MAX_IMAGE_PIXELS == 1000
+    with pytest.raises(Image.DecompressionBombError), Image.open(path):
+        pass  # still Pillow's limit for everyone else
+
+
+def test_reading_a_big_image_leaves_pillow_limit_unchanged(tmp_path: Path) -> None:
+    before = Image.MAX_IMAGE_PIXELS
+    assert before is not None
+    path = tmp_path / "big.jpg"
+    side = int((2 * before) ** 0.5) + 16  # past twice Pillow's limit: Pillow alone refuses it
+    Image.new("L", (side, side // 2 + 8)).save(path, quality=10)
+    assert side * (side // 2 + 8) > before
+    pixels = read_image(path, max_pixels=side * side).pixels
+    assert pixels.shape == (side // 2 + 8, side)
+    assert Image.MAX_IMAGE_PIXELS == before
+
+
+def test_pillow_limit_holds_between_reading_threads(tmp_path: Path) -> None:
+    """Many threads reading past Pillow's limit at once never leave it raised or None."""
+    import threading
+
+    path = tmp_path / "a.png"
+    Image.new("RGB", (64, 48)).save(path)
+    before = Image.MAX_IMAGE_PIXELS
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            for _ in range(20):
+                read_image(path)
+                probe_image(path)
+        except BaseException as err:  # reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert Image.MAX_IMAGE_PIXELS == before

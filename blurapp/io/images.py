@@ -6,7 +6,13 @@ and EXIF orientation is applied, so every image is upright. Pillow does most for
 is read through imagecodecs and TIFF through tifffile, because Pillow reads 16-bit RGB(A) as
 8-bit (8-bit PNG goes through it too: twice as fast as Pillow); every PNG is written by its libpng
 (16 bits kept; levels 1..6 with the Paeth filter and run-length deflate, fast on photographs).
-Writes go to a temporary file in the destination folder, renamed into place only when complete.
+Writes go through :func:`blurapp.io.atomic.atomic_output`: a temporary file beside the
+destination, published only when complete, never over an existing file without ``overwrite``.
+
+Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``) is left as it is for the
+process. blurapp's own guard is ``max_pixels``, checked on the header before any pixel is
+decoded; Pillow's limit is raised to it only for the duration of blurapp's own ``Image.open``
+calls, under a lock, and put back afterwards (see :func:`_pillow_open`).
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
+import sys
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -23,16 +30,15 @@ from typing import IO, Any
 
 import numpy as np
 
-from blurapp.core.errors import ImageError, UsageError
+from blurapp.core.errors import ImageError, OutputError, UsageError
 from blurapp.core.numbers import MAX_CHANNELS, SUPPORTED_DTYPES
+from blurapp.io.atomic import atomic_output
 
 __all__ = [
     "DEFAULT_MAX_PIXELS",
     "FORMATS",
-    "TEMP_SUFFIX",
     "ImageData",
     "ImageInfo",
-    "atomic_output",
     "format_from_path",
     "output_dtype",
     "probe_image",
@@ -55,9 +61,6 @@ _EXTENSIONS = {ext: fmt for fmt, exts in FORMATS.items() for ext in exts}
 #: Images above this many pixels are refused before they are decoded (a decompression bomb, or a
 #: file that would not fit in memory): 250 megapixels, about a 16k × 16k photo.
 DEFAULT_MAX_PIXELS = 250_000_000
-
-#: Temporary files are ``.<name>.<random>.part`` beside the destination.
-TEMP_SUFFIX = ".part"
 
 _ORIENTATION_TAG = 0x0112
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -244,19 +247,39 @@ def _probe_tiff(path: Path) -> ImageInfo | None:
         return ImageInfo("tiff", width, height, int(page.samplesperpixel), np.dtype(page.dtype))
 
 
-def _pillow_unlimited() -> None:
-    """Switch off Pillow's process-wide decompression-bomb limit: :func:`read_image` checks its
-    own ``max_pixels`` on the header, before decoding, and names the size in its message."""
+#: Serialises blurapp's changes to Pillow's process-wide decompression-bomb limit.
+_PILLOW_LIMIT_LOCK = threading.Lock()
+
+#: The limit for reading a header only (:func:`probe_image`): no pixel is decoded then, and the
+#: size that the header gives is what blurapp's own ``max_pixels`` check looks at.
+_HEADER_ONLY = sys.maxsize // 4
+
+
+@contextlib.contextmanager
+def _pillow_open(path: Path, max_pixels: int) -> Iterator[Any]:
+    """``PIL.Image.open(path)`` with Pillow's decompression-bomb limit at least ``max_pixels``.
+
+    blurapp checks its own ``max_pixels`` on the header before decoding; Pillow's limit (which
+    warns above it and refuses above twice it) would otherwise refuse what blurapp accepts. The
+    limit is raised for this ``Image.open`` only (where Pillow checks it), under a lock, and put
+    back before anything else runs: it is never left raised, and never ``None``.
+    """
     from PIL import Image
 
-    Image.MAX_IMAGE_PIXELS = None
+    with _PILLOW_LIMIT_LOCK:
+        before = Image.MAX_IMAGE_PIXELS
+        if before is not None and max_pixels > before:
+            Image.MAX_IMAGE_PIXELS = max_pixels
+        try:
+            im = Image.open(path)
+        finally:
+            Image.MAX_IMAGE_PIXELS = before
+    with im:
+        yield im
 
 
 def _probe_pillow(path: Path, fmt: str) -> ImageInfo:
-    from PIL import Image
-
-    _pillow_unlimited()
-    with Image.open(path) as im:
+    with _pillow_open(path, _HEADER_ONLY) as im:
         width, height = im.size
         mode = im.mode
         transparent = "transparency" in im.info
@@ -304,7 +327,7 @@ def read_image(path: str | os.PathLike[str], *, max_pixels: int = DEFAULT_MAX_PI
         elif info.format == "tiff" and _is_tifffile_info(p):
             data = _read_tifffile(p)
         else:
-            data = _read_pillow(p, info.format)
+            data = _read_pillow(p, info.format, max_pixels)
     except ImageError:
         raise
     except MemoryError:
@@ -420,9 +443,7 @@ def _read_tifffile(path: Path) -> ImageData:
 
 def _pillow_metadata(path: Path) -> tuple[bytes | None, bytes | None, int]:
     """(ICC profile, EXIF with orientation reset, orientation) without decoding the pixels."""
-    from PIL import Image
-
-    with Image.open(path) as im:
+    with _pillow_open(path, _HEADER_ONLY) as im:
         return _metadata_of(im)
 
 
@@ -446,11 +467,8 @@ def _metadata_of(im: Any) -> tuple[bytes | None, bytes | None, int]:
     return icc, exif_bytes, orientation
 
 
-def _read_pillow(path: Path, fmt: str) -> ImageData:
-    from PIL import Image
-
-    _pillow_unlimited()
-    with Image.open(path) as im:
+def _read_pillow(path: Path, fmt: str, max_pixels: int) -> ImageData:
+    with _pillow_open(path, max_pixels) as im:
         icc, exif, orientation = _metadata_of(im)
         im.load()
         pixels = _pillow_to_array(im)
@@ -503,62 +521,6 @@ def _orient(pixels: np.ndarray, orientation: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------ writing
 
 
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike[str], *, overwrite: bool = False) -> Iterator[IO[bytes]]:
-    """Open a temporary file beside ``path``; on success it becomes ``path`` in one rename.
-
-    On any exception (Ctrl-C included) the temporary file is removed and ``path`` is untouched.
-    Without ``overwrite`` an existing ``path`` is never replaced, even if it appeared meanwhile.
-
-    Raises:
-        ImageError: when ``path`` exists and ``overwrite`` is false, or the write fails.
-    """
-    dest = Path(path)
-    folder = dest.parent if str(dest.parent) else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=TEMP_SUFFIX, dir=folder)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        # Reopened by name: some encoders (tifffile) want a file object with a real name.
-        with open(tmp, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        _publish(tmp, dest, overwrite)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-
-
-def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
-    # mkstemp makes the file 0600; an image should get the usual permissions (umask applied).
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    if overwrite:
-        try:
-            os.replace(tmp, dest)
-        except OSError as err:
-            raise ImageError(f"cannot write {dest}: {err.strerror or err}") from None
-        return
-    # A hard link fails if dest exists: a rename that never clobbers. Where links are not
-    # supported (some network or FAT file systems), check-then-rename is the best left.
-    try:
-        os.link(tmp, dest)
-    except FileExistsError:
-        raise ImageError(f"{dest} exists (use --overwrite to replace it)") from None
-    except OSError:
-        if dest.exists():
-            raise ImageError(f"{dest} exists (use --overwrite to replace it)") from None
-        try:
-            os.replace(tmp, dest)
-        except OSError as err:
-            raise ImageError(f"cannot write {dest}: {err.strerror or err}") from None
-        return
-    tmp.unlink()
-
-
 def _fit_channels(pixels: np.ndarray, fmt: str) -> np.ndarray:
     """Give ``pixels`` a channel layout that ``fmt`` can store."""
     c = 1 if pixels.ndim == 2 else pixels.shape[2]
@@ -599,7 +561,9 @@ def write_image(
         overwrite: replace an existing ``path``; without it an existing file is an error.
 
     Raises:
-        ImageError: the file exists, the pixel type does not fit the format, or writing failed.
+        OutputError: the file exists (without ``overwrite``), is not a regular file, or cannot
+            be written.
+        ImageError: the pixel type does not fit the format, or the encoder failed.
     """
     data = image if isinstance(image, ImageData) else ImageData(np.asarray(image))
     fmt = fmt or format_from_path(path)
@@ -636,7 +600,7 @@ def write_image(
     try:
         with atomic_output(path, overwrite=overwrite) as fh:
             writer(fh)
-    except ImageError:
+    except (ImageError, OutputError):
         raise
     except Exception as err:  # encoders raise anything; the line names the file
         raise ImageError(f"cannot write {os.fspath(path)}: {_describe(err)}") from None

@@ -1,0 +1,54 @@
+"""File I/O beside the numpy-only core: image decoders and encoders, kernel files, and the one
+atomic writer that every output of blurapp goes through (DESIGN.md, "Layers").
+
+``blurapp.io.images`` reads and writes PNG, JPEG, TIFF, WebP, BMP and ``.npy``;
+``blurapp.io.kernels`` writes kernel JSON files; ``blurapp.io.atomic`` holds the writer and the
+never-overwrite rule (:func:`check_output` before any work, :func:`atomic_output` to write).
+"""
+
+from __future__ import annotations
+
+from blurapp.io.atomic import (
+    TEMP_SUFFIX,
+    atomic_output,
+    check_output,
+    file_identity,
+    same_file,
+    write_bytes,
+    write_text,
+)
+from blurapp.io.images import (
+    DEFAULT_MAX_PIXELS,
+    FORMATS,
+    ImageData,
+    ImageInfo,
+    format_from_path,
+    output_dtype,
+    probe_image,
+    read_image,
+    with_pixels,
+    write_image,
+)
+from blurapp.io.kernels import kernel_json_text, save_kernel
+
+__all__ = [
+    "DEFAULT_MAX_PIXELS",
+    "FORMATS",
+    "TEMP_SUFFIX",
+    "ImageData",
+    "ImageInfo",
+    "atomic_output",
+    "check_output",
+    "file_identity",
+    "format_from_path",
+    "kernel_json_text",
+    "output_dtype",
+    "probe_image",
+    "read_image",
+    "same_file",
+    "save_kernel",
+    "with_pixels",
+    "write_bytes",
+    "write_image",
+    "write_text",
+]

@@ -1,0 +1,277 @@
+"""The one atomic writer, and the never-overwrite rule of every file blurapp writes.
+
+Images, kernels, batch reports, bench records and conv outputs all go through
+:func:`atomic_output`: the bytes go to a temporary file beside the destination, which becomes the
+destination in one step only when complete. On any error (Ctrl-C included) the temporary file is
+removed and the destination is untouched.
+
+- **Permissions**: the temporary file is created with ``os.open(..., 0o666)``, so the kernel
+  applies the process umask (0644 under umask 022, 0600 under 077). The umask is never read or
+  changed: ``os.umask`` is process-wide and would race between encoder threads.
+- **Names**: the temporary name is ``.<name>.<random>.part``, with ``<name>`` cut (at a UTF-8
+  character boundary) to fit the folder's file-name limit, so any legal destination name works.
+- **Never overwrite** (DESIGN.md, "Command line"): without ``overwrite`` the file is published
+  with a hard link, which fails if the destination exists, even if it appeared a moment ago;
+  with ``overwrite`` by ``os.replace``. Something that is not a regular file (a folder, a FIFO,
+  a device) is never replaced. :func:`check_output` applies the same rule before any work, and
+  also refuses an output that is one of the inputs, compared by device and inode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from blurapp.core.errors import OutputError, UsageError
+
+__all__ = [
+    "TEMP_SUFFIX",
+    "atomic_output",
+    "check_output",
+    "file_identity",
+    "same_file",
+    "temp_name",
+    "write_bytes",
+    "write_text",
+]
+
+#: Temporary files are ``.<name>.<random>.part`` beside the destination (hidden, so that a batch
+#: scanning the folder skips them).
+TEMP_SUFFIX = ".part"
+
+#: The file-name limit in bytes where the file system does not say (NAME_MAX of Linux, macOS
+#: and Windows alike).
+DEFAULT_NAME_MAX = 255
+
+_TOKEN_BYTES = 4  # 8 hex digits: with O_EXCL and a retry, plenty against collisions
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+_CREATE_FLAGS |= getattr(os, "O_BINARY", 0)  # Windows
+
+
+def _describe(err: OSError) -> str:
+    return err.strerror or str(err) or type(err).__name__
+
+
+def _kind(mode: int) -> str | None:
+    """What a file is, when it is not a regular file (``None`` when it is)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file ``path`` names (links followed), or ``None`` when there
+    is none. Two paths name the same file exactly when these agree, whatever bind mounts,
+    symbolic or hard links and case-insensitive file systems make of their spelling."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` are the same existing file (by device and inode)."""
+    ida = file_identity(a)
+    return ida is not None and ida == file_identity(b)
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
+    """Refuse, before any work, an output that must not be written.
+
+    Arguments:
+        path: the file a command is about to write.
+        overwrite: whether the user allowed replacing an existing file (``--overwrite``).
+        inputs: the files the command reads; none of them is ever written.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        UsageError: one line naming the file when its folder does not exist, it is one of the
+            inputs (by device and inode), it is not a regular file (a folder, a FIFO, a device:
+            never replaced, even with ``overwrite``), or it exists and ``overwrite`` is false.
+    """
+    dest = Path(path)
+    folder = dest.parent
+    if not folder.is_dir():
+        raise UsageError(f"cannot write {dest}: the folder {folder} does not exist")
+    if not os.path.lexists(dest):
+        return dest
+    ident = file_identity(dest)
+    if ident is not None:
+        for source in inputs:
+            if file_identity(source) == ident:
+                raise UsageError(
+                    f"the output {dest} is the input {os.fspath(source)}; "
+                    "an input is never modified"
+                )
+        kind = _kind(os.stat(dest).st_mode)
+        if kind is not None:
+            raise UsageError(f"the output {dest} is {kind}, not a file; it is never replaced")
+    if not overwrite:
+        raise UsageError(f"{dest} exists (use --overwrite to replace it)")
+    return dest
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name in bytes that ``folder``'s file system takes."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # not said, or no pathconf (Windows)
+        return DEFAULT_NAME_MAX
+    return limit if limit and limit > 0 else DEFAULT_NAME_MAX
+
+
+def _cut(raw: bytes, size: int) -> bytes:
+    """The first ``size`` bytes of ``raw``, less a UTF-8 character that the cut would split."""
+    if len(raw) <= size:
+        return raw
+    cut = raw[: max(size, 0)]
+    start = len(cut)
+    while start > 0 and cut[start - 1] & 0xC0 == 0x80:  # continuation bytes
+        start -= 1
+    if start > 0 and cut[start - 1] >= 0xC0:  # the lead byte of the last character
+        lead = cut[start - 1]
+        length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        if len(cut) - (start - 1) < length:
+            return cut[: start - 1]
+    return cut
+
+
+def temp_name(folder: str | os.PathLike[str], name: str) -> str:
+    """A fresh temporary name for ``name`` in ``folder``: ``.<name>.<random>.part``, with
+    ``<name>`` cut so that the whole fits the file system's name limit (counted in bytes)."""
+    token = secrets.token_hex(_TOKEN_BYTES)
+    fixed = len(f"..{token}{TEMP_SUFFIX}")
+    borrowed = _cut(os.fsencode(name), _name_max(Path(folder)) - fixed)
+    return f".{os.fsdecode(borrowed)}.{token}{TEMP_SUFFIX}"
+
+
+def _open_new(path: str, flags: int) -> int:
+    """``open``'s opener: create the file, failing if it exists, with mode 0o666 less the umask
+    (the kernel applies it)."""
+    return os.open(path, _CREATE_FLAGS, 0o666)
+
+
+def _refuse_special(dest: Path) -> None:
+    try:
+        mode = os.stat(dest).st_mode
+    except (OSError, ValueError):
+        return  # nothing there (or a dangling link, which os.replace replaces)
+    kind = _kind(mode)
+    if kind is not None:
+        raise OutputError(f"cannot write {dest}: it is {kind}, not a file; it is never replaced")
+
+
+def _exists(dest: Path) -> OutputError:
+    return OutputError(f"{dest} exists (use --overwrite to replace it)")
+
+
+def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
+    """Make the complete ``tmp`` the file ``dest``, following the never-overwrite rule."""
+    if overwrite:
+        _refuse_special(dest)
+        try:
+            os.replace(tmp, dest)
+        except OSError as err:
+            raise OutputError(f"cannot write {dest}: {_describe(err)}") from None
+        return
+    # A hard link fails if dest exists: a rename that never clobbers. Where links are not
+    # supported (some network or FAT file systems), check-then-rename is the best left.
+    try:
+        os.link(tmp, dest)
+    except FileExistsError:
+        raise _exists(dest) from None
+    except OSError:
+        if os.path.lexists(dest):
+            raise _exists(dest) from None
+        try:
+            os.replace(tmp, dest)
+        except OSError as err:
+            raise OutputError(f"cannot write {dest}: {_describe(err)}") from None
+        return
+    os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def atomic_output(
+    path: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True
+) -> Iterator[BinaryIO]:
+    """Open a temporary file beside ``path``; on success it becomes ``path`` in one step.
+
+    On any exception (Ctrl-C included) the temporary file is removed and ``path`` is untouched.
+    Without ``overwrite`` an existing ``path`` is never replaced, even if it appeared meanwhile;
+    with it, only a regular file (or a link to one) is.
+
+    Arguments:
+        path: the destination.
+        overwrite: replace an existing regular file.
+        fsync: flush the bytes to the disk before publishing them.
+
+    Raises:
+        OutputError: ``path`` exists and ``overwrite`` is false, it is not a regular file, or
+            the temporary file cannot be made or published.
+    """
+    dest = Path(path)
+    folder = dest.parent if str(dest.parent) else Path(".")
+    tmp: Path | None = None  # set as soon as the file may exist: it is removed on any error
+    try:
+        fh: BinaryIO | None = None
+        for _attempt in range(100):
+            tmp = folder / temp_name(folder, dest.name)
+            try:
+                # Opened by name: some encoders (tifffile) want a file object with a real name.
+                fh = open(tmp, "wb", opener=_open_new)
+                break
+            except FileExistsError:  # someone else's: not ours to remove
+                tmp = None
+            except OSError as err:
+                raise OutputError(f"cannot write {dest}: {_describe(err)}") from None
+        if fh is None:
+            raise OutputError(f"cannot write {dest}: no free temporary name in {folder}")
+        with fh:
+            yield fh
+            try:
+                fh.flush()
+                if fsync:
+                    os.fsync(fh.fileno())
+            except OSError as err:
+                raise OutputError(f"cannot write {dest}: {_describe(err)}") from None
+        _publish(tmp, dest, overwrite)
+    except BaseException:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, overwrite: bool = False) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_output`)."""
+    with atomic_output(path, overwrite=overwrite) as fh:
+        fh.write(data)
+
+
+def write_text(
+    path: str | os.PathLike[str], text: str, *, overwrite: bool = False, encoding: str = "utf-8"
+) -> None:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_output`)."""
+    write_bytes(path, text.encode(encoding), overwrite=overwrite)
