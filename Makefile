@@ -43,11 +43,14 @@ run: $(STAMP) | $(XDG_RUNTIME_DIR)
 test: $(STAMP) | $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
+# lint-imports: the layers of DESIGN.md, as contracts in pyproject.toml ([tool.importlinter]).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
