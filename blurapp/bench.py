@@ -105,11 +105,14 @@ def run_case(
     fmt: str,
     kernel_spec: str | None = None,
     label: str | None = None,
+    max_tile_side: int | None = None,
 ) -> BenchRecord:
     """Time one strategy on one image with the benchmark kernel of ``radius``.
 
     ``kernel_spec`` replaces the benchmark kernel and ``label`` the strategy's name in the
     record (the copy ceiling is ``direct`` with ``matrix:1x1:1``, labelled ``copy``).
+    ``max_tile_side`` runs the image in tiles (the pixel pipeline's tile loop, float input),
+    timing the sum of the tiles' passes.
     """
     from blurapp.engine import as_kernel, filter_float
     from blurapp.gpu.device import get_device
@@ -121,7 +124,14 @@ def run_case(
     x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
     runs = []
     for i in range(warmup + repeat):
-        _, timing, _, _ = filter_float(x, kernel, border, strategy, storage=fmt)
+        if max_tile_side is None:
+            _, timing, _, _ = filter_float(x, kernel, border, strategy, storage=fmt)
+        else:
+            from blurapp.core.filterspec import FilterSpec
+            from blurapp.pipeline import filter_pixels
+
+            spec = FilterSpec.create(kernel, border, strategy, alpha="straight")
+            timing = filter_pixels(x, spec, max_tile_side=max_tile_side).timing
         if i >= warmup:
             runs.append(timing)
     totals = [t.total_ms for t in runs]
@@ -305,6 +315,12 @@ def add_options(p: argparse.ArgumentParser) -> None:
         help="also time a plain copy (direct, 1×1 kernel) per size: the bandwidth ceiling, "
         "and each strategy's effective GB/s as a share of it",
     )
+    p.add_argument(
+        "--max-tile-side",
+        type=int,
+        metavar="N",
+        help="run each case in tiles of at most N×N pixels, halo included (float input)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -352,6 +368,7 @@ def run_bench(args: argparse.Namespace) -> int:
                         repeat=args.repeat,
                         warmup=args.warmup,
                         fmt=args.format,
+                        max_tile_side=args.max_tile_side,
                     )
                 )
     records = with_copy_share(records)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from blurapp import __version__
-from blurapp.core.errors import BlurappError
+from blurapp.core.errors import BlurappError, UsageError
 
 SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "conv")
 
@@ -43,8 +43,34 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from blurapp.gpu.info import adapter_report, format_report
 
     report = adapter_report()
+    if args.size:
+        report["tiles"] = _tile_report(args)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
+
+
+def _tile_report(args: argparse.Namespace) -> dict[str, object]:
+    """How an image of ``--size`` would be split into tiles on this adapter."""
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.engine import tile_grid
+
+    try:
+        width, height = (int(v) for v in args.size.lower().replace("×", "x").split("x"))
+    except ValueError:
+        raise UsageError(f"--size must be WxH, e.g. 20000x15000, not {args.size!r}") from None
+    if width < 1 or height < 1:
+        raise UsageError(f"--size must be at least 1x1, not {args.size!r}")
+    spec = FilterSpec.create(args.kernel, strategy=args.strategy)
+    grid = tile_grid((height, width), spec.kernel, spec.strategy, max_tile_side=args.max_tile_side)
+    top, bottom, left, right = grid.halo
+    return {
+        "image": f"{width}×{height}",
+        "kernel": spec.kernel.spec,
+        "whole": grid.whole,
+        "tiles": grid.count,
+        "tile_side": min(grid.side, max(width, height)),
+        "halo": f"{top} above, {bottom} below, {left} left, {right} right",
+    }
 
 
 def _cmd_apply(args: argparse.Namespace) -> int:
@@ -103,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="show the GPU adapter, backend, limits and features")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument(
+        "--size", metavar="WxH", help="also show the tiles an image of this size runs in"
+    )
+    p.add_argument("--kernel", default="gaussian:sigma=2", metavar="SPEC", help="kernel for --size")
+    p.add_argument("--strategy", default="auto", metavar="S", help="strategy for --size")
+    p.add_argument("--max-tile-side", type=int, metavar="N", help="as apply's, for --size")
     p.set_defaults(func=_cmd_info)
 
     _add_optional(sub, "bench", "blurapp.bench", "time strategies × sizes × radii", _cmd_bench)

@@ -19,6 +19,7 @@ from blurapp.core.kernel import Kernel
 from blurapp.core.numbers import from_float, to_float
 from blurapp.core.planner import DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
+from blurapp.core.tiling import WHOLE_IMAGE_TEXELS, TileGrid, plan_grid
 from blurapp.core.timing import PassTiming, Timing
 
 OUTPUTS = ("rgba32f", "rgba8")  # filter_float's result formats (float32/64, or uint8)
@@ -43,6 +44,56 @@ def gpu_limits() -> DeviceLimits | None:
         return get_device().limits
     except GpuUnavailableError:
         return None
+
+
+def tile_grid(
+    shape: tuple[int, ...],
+    kernel: Kernel | str,
+    strategy: str = "auto",
+    *,
+    max_tile_side: int | None = None,
+) -> TileGrid:
+    """The tiles an image of ``shape`` runs in with ``strategy`` on this machine.
+
+    GPU strategies are bounded by the adapter's largest texture side and buffer (an RGBA float
+    copy of a tile, rows aligned to 256 bytes, must fit) and by a memory budget; the reference
+    by the memory budget alone. ``max_tile_side`` forces smaller tiles (``--max-tile-side``).
+    """
+    kernel = as_kernel(kernel)
+    height, width = int(shape[0]), int(shape[1])
+    max_side = max_texels = None
+    if strategies.get_info(strategy).runs_on != "cpu":
+        from blurapp.gpu.device import get_device
+
+        try:
+            ctx = get_device()
+        except GpuUnavailableError:
+            ctx = None  # auto runs the reference; an explicit GPU strategy fails on its own
+        if ctx is not None:
+            max_side = ctx.limits.max_texture_side
+            max_buffer = int(ctx.device.limits["max-buffer-size"])
+            row_align = 256 // 16  # texels per 256-byte row step
+            max_texels = max_buffer // 16 - row_align * max_side
+    budget = WHOLE_IMAGE_TEXELS if max_texels is None else min(max_texels, WHOLE_IMAGE_TEXELS)
+    return plan_grid(
+        height,
+        width,
+        kernel.shape,
+        max_side=max_side,
+        max_texels=budget,
+        max_tile_side=max_tile_side,
+    )
+
+
+def release_gpu_memory() -> None:
+    """Drop the GPU's per-image-size textures and buffers (compiled pipelines stay): for a run
+    whose image size changes, so that only one size's resources are held at a time."""
+    import sys
+
+    if "blurapp.gpu.engine" in sys.modules:  # nothing to release when no GPU run happened
+        from blurapp.gpu.engine import get_filter
+
+        get_filter().clear()
 
 
 def plan_for(kernel: Kernel | str) -> Plan:

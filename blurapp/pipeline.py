@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,8 +27,9 @@ from blurapp.core.colour import linear_to_srgb, srgb_to_linear
 from blurapp.core.errors import UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
-from blurapp.core.numbers import check_image, from_float, to_float
-from blurapp.core.timing import Timing
+from blurapp.core.numbers import check_image, finite_bounds, from_float, to_float
+from blurapp.core.tiling import TileGrid, gather
+from blurapp.core.timing import PassTiming, Timing
 
 __all__ = [
     "FilterResult",
@@ -36,6 +38,7 @@ __all__ = [
     "filter_image",
     "filter_pixels",
     "finish",
+    "finish_floats",
     "prepare",
     "run",
     "working_bytes",
@@ -252,12 +255,10 @@ def run(prepared: Prepared) -> Filtered:
     return Filtered(prepared, y, prepared.convert is not None, timing, ran, reason)
 
 
-def finish(filtered: Filtered) -> np.ndarray:
-    """The last stage: filtered floats → the output's pixels (un-premultiplied, sRGB-encoded
-    and range-mapped as the spec says); the pixels themselves when the filter made them."""
+def finish_floats(filtered: Filtered) -> np.ndarray:
+    """Filtered floats un-premultiplied and sRGB-encoded as the spec says, before the range
+    mapping and quantisation of :func:`finish`."""
     p = filtered.prepared
-    if filtered.final:
-        return filtered.y
     spec, y = p.spec, filtered.y
     channels = y.shape[2]
     colour = channels - 1 if _has_alpha(channels) else channels
@@ -278,9 +279,25 @@ def finish(filtered: Filtered) -> np.ndarray:
     if spec.linear:
         y = np.array(y, copy=True)
         y[:, :, :colour] = linear_to_srgb(y[:, :, :colour])
-    if y.dtype == np.float32 and p.out_dtype.kind == "u" and spec.range_mode == "clamp":
+    return y
+
+
+def finish(filtered: Filtered, *, bounds: tuple[float, float] | None = None) -> np.ndarray:
+    """The last stage: filtered floats → the output's pixels (un-premultiplied, sRGB-encoded
+    and range-mapped as the spec says); the pixels themselves when the filter made them.
+
+    ``bounds``: the whole image's finite (min, max) for ``--range normalize`` when
+    ``filtered`` is one tile of it.
+    """
+    if filtered.final:
+        return filtered.y
+    p = filtered.prepared
+    y = finish_floats(filtered)
+    if y.dtype == np.float32 and p.out_dtype.kind == "u" and p.spec.range_mode == "clamp":
         return _quantise_f32(y, p.out_dtype, p.squeeze)
-    return from_float(y, p.out_dtype, range_mode=spec.range_mode, squeeze=p.squeeze)
+    return from_float(
+        y, p.out_dtype, range_mode=p.spec.range_mode, squeeze=p.squeeze, bounds=bounds
+    )
 
 
 def filter_pixels(
@@ -289,22 +306,155 @@ def filter_pixels(
     *,
     dtype: np.dtype | type | None = None,
     input_key: Hashable | None = None,
+    max_tile_side: int | None = None,
+    check: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> FilterResult:
     """Filter one image's pixels as ``spec`` says: :func:`prepare`, :func:`run`, :func:`finish`.
+
+    An image larger than the device takes (or than the memory budget, or than
+    ``max_tile_side``) streams through in tiles with halos (:mod:`blurapp.core.tiling`); the
+    result is the untiled one, bit for bit where the strategy's arithmetic per pixel does not
+    depend on the image size (direct, tiled, separable, transpose and the reference).
+
+    Arguments:
+        pixels, spec, dtype, input_key: see :func:`prepare`.
+        max_tile_side: tiles of at most this many pixels per side, halo included.
+        check: called between tiles; it raises to cancel the work (the exception propagates).
+        progress: called with (tiles done, tiles in all) after each tile.
 
     Returns:
         A :class:`FilterResult` whose image has the input's shape and the output's pixel type
         (``dtype``, else ``spec.dtype``, else the input's); its timing's ``wall_ms`` covers the
-        whole call.
+        whole call and its passes sum the tiles'.
     """
+    from blurapp.engine import tile_grid
+
     start = time.perf_counter()
-    filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
-    image = finish(filtered)
-    t = filtered.timing
-    wall_ms = (time.perf_counter() - start) * 1e3
-    return FilterResult(
-        image, Timing(t.passes, t.timer, t.pixels, wall_ms), filtered.strategy, filtered.reason
+    check_image(pixels)
+    grid = tile_grid(
+        pixels.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
     )
+    if grid.whole:
+        filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
+        image = finish(filtered)
+        timings, ran, reason = [filtered.timing], filtered.strategy, filtered.reason
+        if progress is not None:
+            progress(1, 1)
+    else:
+        image, timings, ran, reason = _filter_tiles(pixels, spec, grid, dtype, check, progress)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    return FilterResult(image, _sum_timings(timings, pixels, wall_ms), ran, reason)
+
+
+def _sum_timings(timings: list[Timing], pixels: np.ndarray, wall_ms: float) -> Timing:
+    """One Timing for a run in tiles: each pass's time and bytes summed over the tiles."""
+    if len(timings) == 1:
+        t = timings[0]
+        return Timing(t.passes, t.timer, t.pixels, wall_ms)
+    ms: dict[str, float] = {}
+    moved: dict[str, int] = {}
+    for t in timings:
+        for p in t.passes:
+            ms[p.name] = ms.get(p.name, 0.0) + p.ms
+            moved[p.name] = moved.get(p.name, 0) + p.bytes_modelled
+    passes = tuple(PassTiming(name, ms[name], moved[name]) for name in ms)
+    timer = "gpu" if all(t.timer == "gpu" for t in timings) else "wall"
+    return Timing(passes, timer, int(pixels.shape[0] * pixels.shape[1]), wall_ms)
+
+
+def _filter_tiles(
+    pixels: np.ndarray,
+    spec: FilterSpec,
+    grid: TileGrid,
+    dtype: np.dtype | type | None,
+    check: Callable[[], None] | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[np.ndarray, list[Timing], str, str]:
+    """Run the image tile by tile: the next tile is gathered and prepared, and the previous one
+    finished, on worker threads while the current one runs (the GPU's own work is one queue).
+
+    ``--range normalize`` needs the whole image's range before any tile can be quantised: its
+    tiles run twice, first for the range, then for the pixels.
+    """
+    out_dtype = np.dtype(dtype) if dtype is not None else spec.output_dtype(pixels.dtype)
+    out = np.empty(pixels.shape, out_dtype)
+    windows = list(grid.windows())
+    bounds: tuple[float, float] | None = None
+    normalize = spec.range_mode == "normalize" and out_dtype.kind == "u"
+    timings: list[Timing] = []
+    ran = reason = ""
+    from blurapp.engine import release_gpu_memory
+
+    def prepared_tile(window: tuple[int, int, int, int]) -> tuple[Prepared, tuple[int, int]]:
+        padded, origin = gather(pixels, grid, window, spec.border)
+        return prepare(padded, spec, dtype=out_dtype), origin
+
+    def interior(
+        filtered: Filtered, window: tuple[int, int, int, int], origin: tuple[int, int]
+    ) -> Filtered:
+        y0, y1, x0, x1 = window
+        oy, ox = origin
+        p = filtered.prepared
+        # Only the window's own pixels: its source (invisible pixels' colour) and its result.
+        source = pixels[y0:y1, x0:x1]
+        kept = Prepared(p.spec, source, p.x, p.storage, p.out_dtype, p.convert, p.output, None)
+        y = filtered.y[oy : oy + y1 - y0, ox : ox + x1 - x0]
+        return Filtered(kept, y, filtered.final, filtered.timing, filtered.strategy, "")
+
+    def store(filtered: Filtered, window: tuple[int, int, int, int]) -> None:
+        y0, y1, x0, x1 = window
+        out[y0:y1, x0:x1] = finish(filtered, bounds=bounds)
+
+    def widen(filtered: Filtered, window: tuple[int, int, int, int]) -> None:
+        nonlocal bounds
+        found = finite_bounds(np.asarray(finish_floats(filtered)))
+        if found is not None:
+            lo, hi = (
+                found if bounds is None else (min(bounds[0], found[0]), max(bounds[1], found[1]))
+            )
+            bounds = (lo, hi)
+
+    passes = [widen, store] if normalize else [store]
+    total = len(windows) * len(passes)
+    done = 0
+    shape: tuple[int, ...] | None = None
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="blurapp-tile") as pool:
+        for consume in passes:
+            timings = []
+            upcoming = pool.submit(prepared_tile, windows[0])
+            consuming = None
+            try:
+                for i, window in enumerate(windows):
+                    if check is not None:
+                        check()
+                    prepared, origin = upcoming.result()
+                    if i + 1 < len(windows):
+                        upcoming = pool.submit(prepared_tile, windows[i + 1])
+                    if shape is not None and prepared.x.shape != shape:
+                        release_gpu_memory()  # one tile size's textures at a time
+                    shape = prepared.x.shape
+                    filtered = run(prepared)
+                    del prepared
+                    timings.append(filtered.timing)
+                    ran, reason = filtered.strategy, filtered.reason
+                    if consuming is not None:
+                        consuming.result()
+                    consuming = pool.submit(consume, interior(filtered, window, origin), window)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+                if consuming is not None:
+                    consuming.result()
+            except BaseException:
+                upcoming.cancel()
+                if consuming is not None:
+                    consuming.cancel()
+                raise
+    release_gpu_memory()  # a tile's textures are of no use to the next image
+    tiles = f"{len(windows)} tiles of up to {grid.side}×{grid.side}"
+    reason = f"{reason}; {tiles}" if reason else tiles
+    return out, timings, ran, reason
 
 
 def filter_image(
@@ -320,6 +470,7 @@ def filter_image(
     linear: bool = False,
     dtype: np.dtype | type | str | None = None,
     input_key: Hashable | None = None,
+    max_tile_side: int | None = None,
 ) -> FilterResult:
     """Filter an image with a kernel, exactly as ``blurapp apply`` and the GUI do.
 
@@ -341,6 +492,8 @@ def filter_image(
         input_key: a hashable that names ``image``'s pixels, for callers that filter the same
             image again and again (a live preview): the GPU does not receive the pixels of an
             equal key again. Equal keys must mean equal pixels; ``None`` uploads every time.
+        max_tile_side: run in tiles of at most this many pixels per side, halo included
+            (``--max-tile-side``; images beyond the device's limits are tiled anyway).
 
     Returns:
         A :class:`FilterResult`.
@@ -372,4 +525,4 @@ def filter_image(
             linear=linear,
             dtype=dtype,
         )
-    return filter_pixels(image, spec, input_key=input_key)
+    return filter_pixels(image, spec, input_key=input_key, max_tile_side=max_tile_side)

@@ -184,3 +184,93 @@ def test_8bit_outputs_come_from_an_rgba8_texture(gpu, shape) -> None:
     assert got.dtype == np.uint16
     (res,) = get_filter()._shapes.values()
     assert set(res.readbacks) == {"rgba32f"}
+
+
+# ------------------------------------------------------------ tiles (issue 15)
+
+TILE_CASES = [
+    ("direct", "sobel:x"),
+    ("tiled", "disk:radius=3"),
+    ("separable", "gaussian:sigma=2"),
+    ("transpose", "box:5x3"),
+    ("cpu", "laplacian"),
+    ("auto", "emboss"),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(("strategy", "kernel"), TILE_CASES)
+@pytest.mark.parametrize("border", ["clamp", "zero", "constant=0.3", "reflect", "mirror", "wrap"])
+def test_tiles_give_the_untiled_result_bit_for_bit(gpu, strategy, kernel, border) -> None:
+    """Every strategy whose arithmetic per pixel does not depend on the image size gives the
+    same bytes in tiles of 20 (not a multiple of anything here) as whole: 8- and 16-bit,
+    float, grey+alpha (premultiplied), every range mode on one of them."""
+    rng = np.random.default_rng(len(kernel) + len(border))
+    images = [
+        rng.integers(0, 256, (41, 45, 3)).astype(np.uint8),
+        rng.random((30, 26)).astype(np.float32),
+        rng.integers(0, 65536, (25, 33, 4)).astype(np.uint16),
+        rng.integers(0, 256, (22, 23, 2)).astype(np.uint8),
+    ]
+    for i, image in enumerate(images):
+        for range_mode in ("clamp", "normalize") if i == 0 else ("offset",):
+            spec = FilterSpec.create(kernel, border, strategy, range_mode=range_mode)
+            whole = filter_pixels(image, spec)
+            tiled = filter_pixels(image, spec, max_tile_side=20)
+            assert "tiles of up to" in tiled.reason and "tiles" not in whole.reason
+            np.testing.assert_array_equal(tiled.image, whole.image)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(1, 1), (1, 1, 3), (5, 7, 4), (13, 2)])
+def test_tiles_on_awkward_sizes_and_kernels_larger_than_the_image(gpu, shape) -> None:
+    image = np.random.default_rng(sum(shape)).integers(0, 256, shape).astype(np.uint8)
+    for border in ("mirror", "wrap", "constant=0.5"):
+        spec = FilterSpec.create("gaussian:sigma=3", border, "separable", alpha="straight")
+        whole = filter_pixels(image, spec).image
+        np.testing.assert_array_equal(filter_pixels(image, spec, max_tile_side=26).image, whole)
+        want = correlate(image, "gaussian:sigma=3", border)
+        assert np.abs(whole.astype(int) - want.astype(int)).max() <= 1
+
+
+def test_a_tile_too_small_for_the_kernel_is_a_usage_error() -> None:
+    spec = FilterSpec.create("box:9", strategy="cpu")
+    with pytest.raises(UsageError, match="--max-tile-side 8 is too small for a 9×9 kernel"):
+        filter_pixels(np.zeros((20, 20), np.uint8), spec, max_tile_side=8)
+
+
+def test_tiles_report_progress_and_stop_when_cancelled() -> None:
+    spec = FilterSpec.create("box:3", strategy="cpu")
+    image = np.zeros((50, 50, 3), np.uint8)
+    seen: list[tuple[int, int]] = []
+    filter_pixels(image, spec, max_tile_side=12, progress=lambda d, n: seen.append((d, n)))
+    assert seen == [(i, 25) for i in range(1, 26)]
+
+    class StopError(Exception):
+        pass
+
+    calls = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) > 3:
+            raise StopError
+
+    with pytest.raises(StopError):
+        filter_pixels(image, spec, max_tile_side=12, check=check)
+    assert len(calls) == 4  # stopped at the fourth tile, not after all 25
+
+
+@pytest.mark.gpu
+def test_at_the_texture_limit_and_one_pixel_over(gpu) -> None:
+    """An image exactly as wide as the adapter's largest texture runs whole; one pixel wider
+    is tiled to fit; both equal the reference."""
+    side = gpu.limits.max_texture_side
+    rng = np.random.default_rng(9)
+    for width in (side, side + 1):
+        image = rng.integers(0, 256, (3, width)).astype(np.uint8)
+        spec = FilterSpec.create("box:3", "mirror", "separable", alpha="straight")
+        got = filter_pixels(image, spec)
+        assert ("tiles" in got.reason) == (width > side)
+        want = correlate(image, "box:3", "mirror")
+        assert np.abs(got.image.astype(int) - want.astype(int)).max() <= 1

@@ -43,6 +43,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[FilterSpec, EncodeSett
         lossless=args.lossless,
         overwrite=args.overwrite,
         max_pixels=int(args.max_megapixels * 1e6),
+        max_tile_side=args.max_tile_side,
     )
     return spec, encode
 
@@ -77,7 +78,7 @@ def run_apply(args: argparse.Namespace) -> int:
     if not os.path.lexists(source):
         raise UsageError(f"no such file: {source}")
     check_output(output, overwrite=args.overwrite, inputs=[source])
-    _image, outcome = process_file(source, output, fmt, spec, encode)
+    outcome = process_file(source, output, fmt, spec, encode)
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
     return 0

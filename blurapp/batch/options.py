@@ -45,6 +45,13 @@ def _positive_float(text: str) -> float:
 def _add_filter_options(p: argparse.ArgumentParser) -> None:
     """Options shared by apply and batch: the filter (a FilterSpec), the numbers, the encoders."""
     add_filter_arguments(p.add_argument_group("filter"))
+    p.add_argument(
+        "--max-tile-side",
+        type=_int_in(2, None, "max tile side"),
+        metavar="N",
+        help="run in tiles of at most N×N pixels, halo included (default: images larger than "
+        "the GPU takes are tiled to fit it): for small GPUs",
+    )
     e = p.add_argument_group("files")
     e.add_argument(
         "--quality",

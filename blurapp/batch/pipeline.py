@@ -20,6 +20,7 @@ import numpy as np
 from blurapp import pipeline
 from blurapp.core.errors import BlurappError
 from blurapp.core.filterspec import FilterSpec
+from blurapp.engine import tile_grid
 from blurapp.io import (
     DEFAULT_MAX_PIXELS,
     ImageData,
@@ -58,6 +59,7 @@ class EncodeSettings:
     lossless: bool = False
     overwrite: bool = False
     max_pixels: int = DEFAULT_MAX_PIXELS
+    max_tile_side: int | None = None  # --max-tile-side: tiles of at most this side, halo included
 
 
 def file_dtype(spec: FilterSpec, stored: np.dtype, fmt: str) -> np.dtype:
@@ -71,17 +73,23 @@ def process_file(
     fmt: str,
     spec: FilterSpec,
     encode: EncodeSettings,
-) -> tuple[ImageData, pipeline.FilterResult]:
+) -> pipeline.FilterResult:
     """Read ``source``, filter it and write ``output`` (atomically) in ``fmt``.
 
     Returns:
-        The input image as read, and the filter's result (its pixels as written).
+        The filter's result (its pixels as written).
     """
     image = read_image(source, max_pixels=encode.max_pixels)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
-    result = pipeline.filter_pixels(image.pixels, spec, dtype=dtype)
-    _write(output, fmt, with_pixels(image, result.image), encode)
-    return image, result
+    result = pipeline.filter_pixels(
+        image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side
+    )
+    # The input's pixels are not needed to encode (only its metadata): let them go first, which
+    # lowers the peak memory of a large image by its own size.
+    filtered = with_pixels(image, result.image)
+    del image
+    _write(output, fmt, filtered, encode)
+    return result
 
 
 def _write(output: Path, fmt: str, image: ImageData, encode: EncodeSettings) -> None:
@@ -171,8 +179,10 @@ class _Item:
     record: FileRecord
     image: ImageData
     reserved: int
-    prepared: pipeline.Prepared | None = None
+    prepared: pipeline.Prepared | None = None  # whole images: the stages overlap on threads
     filtered: pipeline.Filtered | None = None
+    tiled: bool = False  # larger than the device takes: the filter thread streams its tiles
+    result: pipeline.FilterResult | None = None
 
 
 _DONE = object()
@@ -249,8 +259,16 @@ def run_pipeline(
                 image = read_image(job.input, max_pixels=encode.max_pixels)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
                 item = _Item(job, record, image, reserved)
-                dtype = file_dtype(spec, image.pixels.dtype, job.format)
-                item.prepared = pipeline.prepare(image.pixels, spec, dtype=dtype)
+                grid = tile_grid(
+                    image.pixels.shape,
+                    spec.effective_kernel,
+                    spec.strategy,
+                    max_tile_side=encode.max_tile_side,
+                )
+                item.tiled = not grid.whole
+                if not item.tiled:
+                    dtype = file_dtype(spec, image.pixels.dtype, job.format)
+                    item.prepared = pipeline.prepare(image.pixels, spec, dtype=dtype)
                 filter_q.put(item)
             except BlurappError as err:
                 budget.release(reserved)
@@ -283,7 +301,6 @@ def run_pipeline(
                 budget.release(item.reserved)
                 continue
             try:
-                assert item.prepared is not None
                 src = item.image.pixels
                 if shape is not None and src.shape[:2] != shape and spec.runs_on_gpu:
                     # The GPU keeps textures per image size; one size at a time bounds memory.
@@ -291,9 +308,16 @@ def run_pipeline(
 
                     get_filter().clear()
                 shape = src.shape[:2]
-                item.filtered = pipeline.run(item.prepared)
-                item.prepared = None
-                item.filtered.prepared.x = None  # type: ignore[assignment]  # free the input
+                if item.tiled:
+                    dtype = file_dtype(spec, src.dtype, item.job.format)
+                    item.result = pipeline.filter_pixels(
+                        src, spec, dtype=dtype, max_tile_side=encode.max_tile_side
+                    )
+                else:
+                    assert item.prepared is not None
+                    item.filtered = pipeline.run(item.prepared)
+                    item.prepared = None
+                    item.filtered.prepared.x = None  # type: ignore[assignment]  # free the input
                 encode_q.put(item)
             except Exception as err:
                 budget.release(item.reserved)
@@ -309,18 +333,17 @@ def run_pipeline(
             try:
                 if stop.is_set():
                     continue
-                filtered = item.filtered
-                assert filtered is not None
-                pixels = pipeline.finish(filtered)
-                item.filtered = None
-                _write(item.job.output, item.job.format, with_pixels(item.image, pixels), encode)
-                timing = filtered.timing
+                done = item.result  # a tiled image: filtered to its pixels on the GPU thread
+                if done is None:
+                    f = item.filtered
+                    assert f is not None
+                    done = pipeline.FilterResult(pipeline.finish(f), f.timing, f.strategy, f.reason)
+                item.filtered = item.result = None
+                pixels = with_pixels(item.image, done.image)
+                _write(item.job.output, item.job.format, pixels, encode)
+                timing = done.timing
                 rec = item.record
-                rec.strategy, rec.reason, rec.timer = (
-                    filtered.strategy,
-                    filtered.reason,
-                    timing.timer,
-                )
+                rec.strategy, rec.reason, rec.timer = done.strategy, done.reason, timing.timer
                 rec.filter_ms = timing.total_ms
                 rec.gpu_ms = timing.total_ms if timing.timer == "gpu" else None
                 finish_record(rec, "ok")

@@ -19,6 +19,7 @@ __all__ = [
     "SUPPORTED_DTYPES",
     "RangeMode",
     "check_image",
+    "finite_bounds",
     "from_float",
     "to_float",
 ]
@@ -98,7 +99,15 @@ def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64
     return np.ascontiguousarray(x, dtype=out_dtype)
 
 
-def _apply_range(x: np.ndarray, range_mode: str) -> np.ndarray:
+def finite_bounds(x: np.ndarray) -> tuple[float, float] | None:
+    """The finite minimum and maximum of ``x`` (``normalize``'s range), or ``None``."""
+    finite = x[np.isfinite(x)]
+    return (float(finite.min()), float(finite.max())) if finite.size else None
+
+
+def _apply_range(
+    x: np.ndarray, range_mode: str, bounds: tuple[float, float] | None = None
+) -> np.ndarray:
     """Map filtered values into [0, 1] as ``range_mode`` says (float64 work array)."""
     if range_mode == "clamp":
         y = np.array(x, dtype=np.float64)
@@ -108,9 +117,7 @@ def _apply_range(x: np.ndarray, range_mode: str) -> np.ndarray:
         y = np.add(x, 0.5, dtype=np.float64)
     else:  # normalize: stretch the finite min..max to 0..1 over all channels together
         y = np.array(x, dtype=np.float64)
-        finite = y[np.isfinite(y)]
-        lo = float(finite.min()) if finite.size else 0.0
-        hi = float(finite.max()) if finite.size else 0.0
+        lo, hi = bounds if bounds is not None else (finite_bounds(y) or (0.0, 0.0))
         if hi > lo:
             y -= lo
             y /= hi - lo
@@ -128,6 +135,7 @@ def from_float(
     *,
     range_mode: RangeMode | str = "clamp",
     squeeze: bool,
+    bounds: tuple[float, float] | None = None,
 ) -> np.ndarray:
     """Convert normalised filter output back to a stored pixel type.
 
@@ -144,6 +152,8 @@ def from_float(
         dtype: the output dtype: uint8, uint16, float32 or float64.
         range_mode: one of :data:`RANGE_MODES`.
         squeeze: drop the channel axis (C must be 1), to give back an H×W image for an H×W input.
+        bounds: ``normalize``'s (min, max) when ``x`` is a part of the image (a tile):
+            the whole image's :func:`finite_bounds`. ``None``: ``x``'s own.
 
     Returns:
         A new array of ``dtype``.
@@ -161,7 +171,7 @@ def from_float(
     if dt.kind == "f":
         return x.astype(dt, copy=True)
     top = float(np.iinfo(dt).max)
-    y = _apply_range(x, range_mode)
+    y = _apply_range(x, range_mode, bounds)
     y *= top
     np.rint(y, out=y)
     np.clip(y, 0.0, top, out=y)

@@ -1,0 +1,188 @@
+"""Split an image into tiles with halos, so that any image streams through a bounded device.
+
+A tile of outputs needs the kernel's extent around it (the halo: ``rows - 1`` rows and
+``cols - 1`` columns, split around the anchor). :func:`gather` cuts a tile's window plus its
+halo out of the stored pixels with the border mode's own index mapping, so the border is applied
+only at the true image edges and the filter of the padded tile never reads outside it for the
+outputs kept. Every output then sees exactly the values, in the same order, that an untiled run
+sees: the same result bit for bit where the arithmetic per pixel is the same (the strategy's
+own work does not depend on the image size).
+
+One exception keeps that promise: in ``constant`` mode the halo on a true image edge is not
+padded on the CPU but left to the filter's own border handling (a separable filter reads
+``V · sum(row)`` outside the image, which padding with V and filtering in float32 would round
+differently).
+
+libvips (regions grown by the kernel's size - 1) and GEGL (the requested region grown by the
+filter's padding) stream the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from blurapp.core.borders import Border, BorderMode
+from blurapp.core.errors import UsageError
+
+__all__ = [
+    "TILE_TEXELS",
+    "WHOLE_IMAGE_TEXELS",
+    "TileGrid",
+    "gather",
+    "plan_grid",
+]
+
+#: An image up to this many texels that fits the device runs whole (one upload, one dispatch
+#: per pass: a 12 MP photo's live preview keeps its cached upload). 2**24 texels are 256 MiB as
+#: an RGBA float texture.
+WHOLE_IMAGE_TEXELS = 1 << 24
+#: Tiles of larger images hold at most this many texels, halo included (2048², 64 MiB per RGBA
+#: float texture): a separable run's input, intermediate, output and readback take about 0.2 GB.
+#: A 20000×15000 RGB photo (0.9 GB in, 0.9 GB out) then peaks at 2.35 GB through ``apply``
+#: (2.51 GB with tiles of 2**23 texels, no faster: docs/PERFORMANCE.md "Images of any size").
+TILE_TEXELS = 1 << 22
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """Output tiles of ``side`` × ``side`` (smaller at the right and bottom edges).
+
+    Attributes:
+        height, width: the image.
+        side: output pixels per tile side; ``side >= max(height, width)`` is one whole tile.
+        halo: (top, bottom, left, right) inputs each output needs around it.
+    """
+
+    height: int
+    width: int
+    side: int
+    halo: tuple[int, int, int, int]
+
+    @property
+    def whole(self) -> bool:
+        """One tile covers the image."""
+        return self.side >= self.height and self.side >= self.width
+
+    @property
+    def count(self) -> int:
+        return math.ceil(self.height / self.side) * math.ceil(self.width / self.side)
+
+    def windows(self) -> Iterator[tuple[int, int, int, int]]:
+        """``(y0, y1, x0, x1)`` of each output tile, row by row."""
+        for y0 in range(0, self.height, self.side):
+            for x0 in range(0, self.width, self.side):
+                yield y0, min(y0 + self.side, self.height), x0, min(x0 + self.side, self.width)
+
+
+def _halo(kernel_shape: tuple[int, int]) -> tuple[int, int, int, int]:
+    rows, cols = kernel_shape
+    ar, ac = rows // 2, cols // 2
+    return ar, rows - 1 - ar, ac, cols - 1 - ac
+
+
+def plan_grid(
+    height: int,
+    width: int,
+    kernel_shape: tuple[int, int],
+    *,
+    max_side: int | None = None,
+    max_texels: int | None = None,
+    max_tile_side: int | None = None,
+) -> TileGrid:
+    """The tiles an image of ``height`` × ``width`` runs in.
+
+    Arguments:
+        height, width: the image.
+        kernel_shape: ``(rows, cols)`` of the kernel (the halo).
+        max_side: the largest texture side the device takes (``None``: no limit).
+        max_texels: the most texels one tile may hold, halo included (``None``: no limit),
+            from the device's largest buffer and a memory budget.
+        max_tile_side: a user's limit on a tile's side, halo included (``--max-tile-side``):
+            smaller tiles for small GPUs and for tests. Forces tiling even where the image
+            would fit whole.
+
+    Returns:
+        The grid; :attr:`TileGrid.whole` when one tile covers the image.
+
+    Raises:
+        UsageError: ``max_tile_side`` leaves no room for a single output besides the halo.
+    """
+    halo = _halo(kernel_shape)
+    pad_y, pad_x = halo[0] + halo[1], halo[2] + halo[3]
+    if max_tile_side is not None:
+        side = max_tile_side - max(pad_y, pad_x)
+        if side < 1:
+            rows, cols = kernel_shape
+            raise UsageError(
+                f"--max-tile-side {max_tile_side} is too small for a {cols}×{rows} kernel: a "
+                f"tile needs {max(pad_y, pad_x) + 1} pixels per side or more"
+            )
+        return TileGrid(height, width, side, halo)
+    fits = (max_side is None or (height <= max_side and width <= max_side)) and (
+        max_texels is None or height * width <= max_texels
+    )
+    if fits:
+        return TileGrid(height, width, max(height, width), halo)
+    budget = min(v for v in (max_texels, TILE_TEXELS) if v is not None)
+    padded = math.isqrt(budget)
+    if max_side is not None:
+        padded = min(padded, max_side)
+    side = padded - max(pad_y, pad_x)
+    if side < 1:
+        rows, cols = kernel_shape
+        raise UsageError(
+            f"a {cols}×{rows} kernel does not fit this device's largest tile ({padded} pixels "
+            "per side): use a smaller kernel or --strategy cpu"
+        )
+    return TileGrid(height, width, side, halo)
+
+
+def gather(
+    pixels: np.ndarray,
+    grid: TileGrid,
+    window: tuple[int, int, int, int],
+    border: Border,
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """The pixels a tile's filter reads: its window plus the halo, as ``border`` extends them.
+
+    Arguments:
+        pixels: the whole image (H×W or H×W×C, any dtype; stored pixels are cheapest).
+        grid: the tile grid.
+        window: ``(y0, y1, x0, x1)`` of the output tile.
+        border: the border mode.
+
+    Returns:
+        ``(padded, (oy, ox))``: the padded tile (a copy) and where the window's first output
+        lies in it. Filter ``padded`` with ``border`` and keep
+        ``[oy : oy + y1 - y0, ox : ox + x1 - x0]``.
+    """
+    y0, y1, x0, x1 = window
+    top, bottom, left, right = grid.halo
+    # An edge tile smaller than the others computes a full tile that ends where it ends (its
+    # extra outputs are the neighbour's, computed again and dropped): every tile then has the
+    # same shape, and the device keeps one set of textures for all of them.
+    cy0 = max(0, y1 - grid.side) if y1 - y0 < grid.side else y0
+    cx0 = max(0, x1 - grid.side) if x1 - x0 < grid.side else x0
+    rows = np.arange(cy0 - top, y1 + bottom)
+    cols = np.arange(cx0 - left, x1 + right)
+    if border.mode is BorderMode.CONSTANT:
+        # True image edges stay to the filter's own border handling (see the module docstring).
+        rows = rows[(rows >= 0) & (rows < grid.height)]
+        cols = cols[(cols >= 0) & (cols < grid.width)]
+        origin = (y0 - int(rows[0]), x0 - int(cols[0]))
+    else:
+        rows = border.map_indices(rows, grid.height)
+        cols = border.map_indices(cols, grid.width)
+        origin = (y0 - cy0 + top, x0 - cx0 + left)
+    whole = rows.size == grid.height and cols.size == grid.width
+    if whole and _is_range(rows) and _is_range(cols):
+        return pixels, origin  # the whole image as it is
+    return pixels[rows[:, None], cols[None, :]], origin
+
+
+def _is_range(idx: np.ndarray) -> bool:
+    return bool(idx[0] == 0 and np.all(np.diff(idx) == 1))
