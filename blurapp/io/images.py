@@ -463,6 +463,15 @@ def _metadata_of(im: Any) -> tuple[bytes | None, bytes | None, int]:
         exif[_ORIENTATION_TAG] = 1
     for tag in _LAYOUT_TAGS.intersection(exif):
         del exif[tag]
+    if getattr(exif, "bigtiff", False) and len(exif):
+        # A BigTIFF's tags serialise with the BigTIFF header, which no encoder (Pillow's own TIFF
+        # writer included) reads back as EXIF: carry them in a classic EXIF block instead.
+        from PIL import Image
+
+        classic = Image.Exif()
+        for tag, value in exif.items():
+            classic[tag] = value
+        exif = classic
     exif_bytes = exif.tobytes() if len(exif) else None
     return icc, exif_bytes, orientation
 

@@ -259,3 +259,20 @@ def test_pillow_limit_holds_between_reading_threads(tmp_path: Path) -> None:
         t.join()
     assert not errors
     assert Image.MAX_IMAGE_PIXELS == before
+
+
+@pytest.mark.parametrize("layout", [{}, {"tile": (32, 32), "compression": "zlib"}])
+def test_a_bigtiff_is_written_back_as_tiff(tmp_path: Path, layout: dict) -> None:
+    """A BigTIFF's EXIF came back with the BigTIFF header, which the TIFF writer could not read
+    ("unpack requires a buffer of 8 bytes"); its tags now go out as classic EXIF."""
+    import tifffile
+
+    pixels = np.random.default_rng(2).integers(0, 256, (70, 90, 3)).astype(np.uint8)
+    src = tmp_path / "big.tif"
+    tifffile.imwrite(src, pixels, bigtiff=True, **layout)
+    image = read_image(src)
+    np.testing.assert_array_equal(image.pixels, pixels)
+    for name in ("out.tif", "out.png", "out.jpg"):
+        write_image(tmp_path / name, image)
+    np.testing.assert_array_equal(read_image(tmp_path / "out.tif").pixels, pixels)
+    np.testing.assert_array_equal(read_image(tmp_path / "out.png").pixels, pixels)
