@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (
 )
 
 from blurapp.core.borders import BORDER_MODES
+from blurapp.core.strategies import compared_names, get_info
 from blurapp.ui.image_view import ImageView, ViewLink
-from blurapp.ui.jobs import COMPARED_STRATEGIES, CORNERS, BordersResult, StrategiesResult
+from blurapp.ui.jobs import CORNERS, BordersResult, StrategiesResult
 
 RESULT_TAB, SPLIT_TAB, STRATEGIES_TAB, BORDERS_TAB = range(4)
 
@@ -27,11 +28,20 @@ RESULT_TAB, SPLIT_TAB, STRATEGIES_TAB, BORDERS_TAB = range(4)
 class Pane(QFrame):
     """A titled image view with a caption (or, instead of the image, why there is none)."""
 
-    def __init__(self, title: str, *, smooth: bool = True, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        *,
+        smooth: bool = True,
+        colour: str | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setObjectName(f"pane_{title}")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.title = QLabel(f"<b>{title}</b>")
+        # A strategy's pane wears its colour from the registry, as its line in the timing plot.
+        swatch = f'<span style="color: {colour};">■</span> ' if colour else ""
+        self.title = QLabel(f"{swatch}<b>{title}</b>")
         self.view = ImageView(smooth=smooth)
         self.view.setMinimumSize(120, 100)
         self.caption = QLabel()
@@ -82,8 +92,10 @@ class StrategiesView(QWidget):
         self.header = QLabel("Every strategy on the current image and kernel.")
         self.header.setWordWrap(True)
         grid = QGridLayout()
-        for i, name in enumerate(COMPARED_STRATEGIES):
-            pane = Pane(name)
+        for i, name in enumerate(compared_names()):
+            info = get_info(name)
+            pane = Pane(name, colour=info.colour)
+            pane.setToolTip(info.summary)
             self.panes[name] = pane
             self.link.add(pane.view)
             grid.addWidget(pane, i // 3, i % 3)

@@ -14,19 +14,20 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from blurapp.core.strategies import STRATEGIES
 from blurapp.ui.convert import signed_color
 
 AXIS = QColor(120, 120, 120)
 TEXT = QColor(40, 40, 40)
 ACCENT = QColor(33, 102, 172)
 MUTED = QColor(170, 190, 215)
-STRATEGY_COLORS = {
-    "direct": QColor(228, 26, 28),
-    "tiled": QColor(55, 126, 184),
-    "separable": QColor(77, 175, 74),
-    "transpose": QColor(152, 78, 163),
-    "cpu": QColor(255, 127, 0),
-}
+
+
+def strategy_color(name: str) -> QColor:
+    """The strategy's colour from the registry (:attr:`StrategyInfo.colour`); unknown names get
+    the accent colour."""
+    info = STRATEGIES.get(name)
+    return QColor(info.colour) if info is not None else ACCENT
 
 
 def _small_font(widget: QWidget, delta: float = -1.0) -> QFont:
@@ -248,7 +249,7 @@ class TimingPlot(QWidget):
             by_strategy.setdefault(strategy, []).append(pt)
         legend_x = left + 4
         for strategy, points in by_strategy.items():
-            color = STRATEGY_COLORS.get(strategy, ACCENT)
+            color = strategy_color(strategy)
             path = QPainterPath(points[0])
             for pt in points[1:]:
                 path.lineTo(pt)

@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from blurapp.core.strategies import compared_names
 from blurapp.core.timing import Timing
-from blurapp.ui.jobs import COMPARED_STRATEGIES
-from blurapp.ui.plots import TimingPlot
+from blurapp.ui.plots import TimingPlot, strategy_color
 
 COLUMNS = (
     "strategy",
@@ -97,7 +97,7 @@ class TimingPanel(QWidget):
         self._refill()
 
     def strategies(self) -> list[str]:
-        return [s for s in COMPARED_STRATEGIES if s in self._rows]
+        return [s for s in compared_names() if s in self._rows]
 
     def _refill(self) -> None:
         names = self.strategies()
@@ -122,6 +122,8 @@ class TimingPanel(QWidget):
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
+                if c == 0:
+                    item.setForeground(strategy_color(name))  # as its line in the plot
                 if c == 8:
                     item.setToolTip(spec)
                 if c == 1:
