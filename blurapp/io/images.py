@@ -317,7 +317,8 @@ def read_image(path: str | os.PathLike[str], *, max_pixels: int = DEFAULT_MAX_PI
     if info.pixels > max_pixels:
         raise ImageError(
             f"cannot read {p}: {info.width}×{info.height} is {info.pixels / 1e6:.1f} megapixels, "
-            f"over the limit of {max_pixels / 1e6:g}"
+            f"over the limit of {max_pixels / 1e6:g} (a guard against decompression bombs: "
+            "--max-megapixels raises it)"
         )
     try:
         if info.format == "npy":
