@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from blurapp.core.borders import BORDER_MODES, Border
+from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.reference import correlate_float
+from blurapp.core.strategies import compared_names
 from blurapp.ui.jobs import CORNERS, bordered_crop, corner_window, run_borders, run_strategies
 
 
@@ -51,7 +53,8 @@ def test_run_borders_on_cpu_matches_reference() -> None:
     rng = np.random.default_rng(5)
     image = rng.integers(0, 256, size=(30, 25), dtype=np.uint8)  # grey, H×W
     kernel = Kernel.parse("gaussian:sigma=1.5")
-    result = run_borders(image, kernel, "cpu", "bottom-left", 12, "mirror", "clamp", _noop, _noop)
+    spec = FilterSpec.create(kernel, strategy="cpu")
+    result = run_borders(image, spec, "bottom-left", 12, "mirror", _noop, _noop)
     assert [p.mode for p in result.panes] == list(BORDER_MODES)
     assert result.crop == (0, 18, 12, 12)
     by_mode = {p.mode: p for p in result.panes}
@@ -65,13 +68,11 @@ def test_run_borders_on_cpu_matches_reference() -> None:
 
 def test_run_strategies_cpu_only_reports_each_strategy() -> None:
     image = np.random.default_rng(1).random((9, 7, 3)).astype(np.float32)
-    kernel = Kernel.parse("laplacian")
+    spec = FilterSpec.create("laplacian", "reflect", "cpu")
     seen: list[int] = []
-    result = run_strategies(
-        image, kernel, "reflect", None, "clamp", _noop, lambda r: seen.append(len(r.runs))
-    )
-    assert [r.strategy for r in result.runs] == ["direct", "tiled", "separable", "transpose", "cpu"]
-    assert seen == [1, 2, 3, 4, 5]
-    cpu = result.runs[-1]
-    assert cpu.why_not is None and cpu.max_error == 0.0
-    assert "rank" in (result.runs[2].why_not or "")
+    result = run_strategies(image, spec, _noop, lambda r: seen.append(len(r.runs)))
+    assert [r.strategy for r in result.runs] == list(compared_names())
+    assert seen == list(range(1, len(compared_names()) + 1))
+    by_name = {r.strategy: r for r in result.runs}
+    assert by_name["cpu"].why_not is None and by_name["cpu"].max_error == 0.0
+    assert "rank" in (by_name["separable"].why_not or "")

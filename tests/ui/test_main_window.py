@@ -8,9 +8,18 @@ import shlex
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QComboBox, QLineEdit, QTableWidget, QTabWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QLineEdit,
+    QTableWidget,
+    QTabWidget,
+)
 
-from blurapp import engine
+import blurapp
+from blurapp.core import strategies
+from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.io import read_image
 from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB
@@ -39,8 +48,8 @@ def test_object_names_are_in_place(window) -> None:
     assert isinstance(window.findChild(QTableWidget, "kernelEditor"), QTableWidget)
     assert isinstance(window.findChild(QTableWidget, "timingTable"), QTableWidget)
     assert isinstance(window.findChild(QTabWidget, "compareView"), QTabWidget)
-    strategies = window.findChild(QComboBox, "strategyCombo")
-    assert [strategies.itemText(i) for i in range(strategies.count())] == list(engine.STRATEGIES)
+    combo = window.findChild(QComboBox, "strategyCombo")
+    assert [combo.itemText(i) for i in range(combo.count())] == list(strategies.names())
     borders = window.findChild(QComboBox, "borderCombo")
     assert [borders.itemText(i) for i in range(5)] == ["clamp", "zero", "reflect", "mirror", "wrap"]
 
@@ -65,7 +74,7 @@ def test_typed_spec_updates_grid_and_result(qtbot, window, small_image) -> None:
     assert float(grid.item(0, 0).text()) == pytest.approx(1 / 15)
     assert window.designer.family.currentText() == "box"
     assert (window.designer.width_.value(), window.designer.height_.value()) == (3, 5)
-    expected = engine.filter_image(small_image, "box:3x5", border="clamp", strategy="cpu").image
+    expected = blurapp.filter_image(small_image, "box:3x5", border="clamp", strategy="cpu").image
     assert window.result.image.dtype == np.uint8
     np.testing.assert_array_equal(window.result.image, expected)
 
@@ -77,7 +86,7 @@ def test_result_equals_engine_output_for_each_border(qtbot, window, small_image,
         window.border_combo.setCurrentText(border)
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         type_spec(qtbot, window, "sobel:x")
-    expected = engine.filter_image(small_image, "sobel:x", border=border, strategy="cpu").image
+    expected = blurapp.filter_image(small_image, "sobel:x", border=border, strategy="cpu").image
     np.testing.assert_array_equal(window.result.image, expected)
 
 
@@ -134,7 +143,7 @@ def test_grid_edit_makes_a_matrix_kernel(qtbot, window, small_image) -> None:
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         window.grid_editor.normalise.click()
     np.testing.assert_allclose(window.kernel.weights.sum(), 1.0)
-    expected = engine.filter_image(small_image, window.kernel, strategy="cpu").image
+    expected = blurapp.filter_image(small_image, window.kernel, strategy="cpu").image
     np.testing.assert_array_equal(window.result.image, expected)
 
 
@@ -154,6 +163,53 @@ def test_inapplicable_strategy_is_explained_inline(qtbot, window, small_image) -
     window.strategy_combo.setCurrentText("separable")
     assert "rank-1" in window.run_info.text()
     assert window.result is result
+    # The refused choice snaps back: the combo shows what the model holds.
+    assert window.strategy_combo.currentText() == window.model.spec.strategy == "cpu"
+
+
+def test_a_kernel_the_strategy_cannot_run_moves_it_to_auto(qtbot, window, small_image) -> None:
+    window.strategy_combo.setCurrentText("separable")
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "laplacian")
+    assert window.model.spec.strategy == "auto"
+    assert window.strategy_combo.currentText() == "auto"
+    assert "separable" in window.statusBar().currentMessage()
+
+
+def test_run_box_controls_write_the_model_and_show_it(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    alpha = window.findChild(QComboBox, "alphaCombo")
+    linear = window.findChild(QCheckBox, "linearCheck")
+    assert [alpha.itemText(i) for i in range(alpha.count())] == ["premultiply", "straight"]
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        alpha.setCurrentText("straight")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        linear.setChecked(True)
+    assert window.model.spec.alpha == "straight" and window.model.spec.linear
+    assert window.result.spec == window.model.spec
+    expected = blurapp.filter_image(small_image, window.model.spec).image
+    np.testing.assert_array_equal(window.result.image, expected)
+    # And the other way: the model's changes show in the controls.
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.model.update(alpha="premultiply", linear=False, border="constant=0.25")
+    assert alpha.currentText() == "premultiply" and not linear.isChecked()
+    assert window.border_combo.currentText() == "constant=0.25"
+    window.model.set_strategy("direct")
+    assert not window.tile_combo.isEnabled()
+    window.model.set_strategy("tiled")
+    assert window.tile_combo.isEnabled()
+
+
+def test_grid_offset_and_range_mode_are_one_setting(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.grid_editor.offset.setChecked(True)
+    assert window.model.spec.range_mode == "offset"
+    assert window.range_combo.currentText() == "offset"
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.range_combo.setCurrentText("abs")
+    assert not window.grid_editor.offset.isChecked()
 
 
 def test_strategies_view_fills_one_row_per_applicable_strategy(qtbot, window, small_image) -> None:
@@ -170,7 +226,7 @@ def test_strategies_view_fills_one_row_per_applicable_strategy(qtbot, window, sm
     assert window.findChild(QTableWidget, "timingTable").rowCount() == len(ran)
     for name in ("separable", "transpose"):
         run = next(r for r in view.result.runs if r.strategy == name)
-        assert run.why_not == engine.why_not(name, window.kernel)
+        assert run.why_not == strategies.why_not(name, window.kernel)
         assert view.panes[name].message.text().startswith("cannot run")
     cpu = next(r for r in view.result.runs if r.strategy == "cpu")
     assert cpu.max_error == 0.0
@@ -206,6 +262,40 @@ def test_settings_persist_kernel_and_strategy(qtbot, settings, small_image) -> N
     assert second.kernel.spec == "box:5x3"
     assert second.border_combo.currentText() == "mirror"
     assert second.strategy_combo.currentText() == "cpu"
+
+
+def test_settings_persist_the_whole_spec(qtbot, settings) -> None:
+    from blurapp.ui.main_window import MainWindow
+
+    first = MainWindow(settings, probe_adapter=False)
+    qtbot.addWidget(first)
+    first.strategy_combo.setCurrentText("tiled")
+    first.tile_combo.setCurrentIndex(first.tile_combo.findData(16))
+    first.model.update(
+        border="constant=0.25", range_mode="offset", alpha="straight", linear=True,
+        convolve=True, dtype="float32",
+    )  # fmt: skip
+    spec = first.model.spec
+    first.close()
+    second = MainWindow(settings, probe_adapter=False)
+    qtbot.addWidget(second)
+    assert second.model.spec == spec
+    assert second.tile_combo.currentData() == 16
+    assert second.alpha_combo.currentText() == "straight" and second.linear_check.isChecked()
+
+
+def test_settings_that_no_longer_make_sense_are_skipped(qtbot, settings) -> None:
+    from blurapp.ui.main_window import MainWindow
+
+    settings.setValue("kernel/last", "laplacian")
+    settings.setValue("run/strategy", "separable")  # cannot run laplacian
+    settings.setValue("run/border", "sideways")
+    settings.setValue("run/alpha", "straight")
+    window = MainWindow(settings, probe_adapter=False)
+    qtbot.addWidget(window)
+    assert window.kernel.spec == "laplacian"
+    assert window.model.spec.strategy == "auto" and window.model.spec.border.name == "clamp"
+    assert window.model.spec.alpha == "straight"
 
 
 def test_save_result_and_kernel_json(qtbot, window, small_image, tmp_path) -> None:
@@ -247,6 +337,7 @@ def test_export_cli_reproduces_the_settings(qtbot, window, small_image) -> None:
     assert args[args.index("--kernel") + 1] == "motion:length=9,angle=30"
     assert args[args.index("--border") + 1] == "wrap"
     assert args[args.index("--strategy") + 1] == "cpu"
+    assert FilterSpec.from_argv(args[5:]) == window.model.spec
     assert QApplication.clipboard().text() == command
 
 
@@ -293,10 +384,10 @@ def test_live_preview_uploads_the_image_once_per_image(qtbot, gpu, window, small
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         window.border_combo.setCurrentText("wrap")
     assert f.uploads == before
-    expected = engine.filter_image(small_image, "gaussian:sigma=1.5", border="wrap").image
+    expected = blurapp.filter_image(small_image, "gaussian:sigma=1.5", border="wrap").image
     np.testing.assert_array_equal(window.result.image, expected)
     before = f.uploads
     show_image(qtbot, window, small_image[::-1].copy())
     assert f.uploads == before + 1
-    flipped = engine.filter_image(small_image[::-1], "gaussian:sigma=1.5", border="wrap").image
+    flipped = blurapp.filter_image(small_image[::-1], "gaussian:sigma=1.5", border="wrap").image
     np.testing.assert_array_equal(window.result.image, flipped)
