@@ -2,8 +2,8 @@
 
 Nothing here touches the GPU at import time: ``blurapp --help`` and the core tests work on a
 machine with no adapter. :func:`get_device` picks a hardware adapter when there is one, else
-the software one (Mesa lavapipe), or the one ``BLURAPP_ADAPTER`` names. It changes nothing
-process-wide (environment, other libraries): the entry points do that, through
+the software one (Mesa lavapipe), or the one ``BLURAPP_ADAPTER`` names (by index or name). It
+changes nothing process-wide (environment, other libraries): the entry points do that, through
 :func:`blurapp.process.prepare_process`, before they get here.
 """
 
@@ -97,19 +97,31 @@ def select_adapter(adapters: Sequence[Any], wanted: str | None = None) -> Any:
 
     Arguments:
         adapters: the adapters wgpu enumerated (``.info`` and ``.summary`` are used).
-        wanted: a case-insensitive substring of the adapter's name, backend, driver or vendor
-            (the value of ``BLURAPP_ADAPTER``); ``None`` or empty picks the best one.
+        wanted: the value of ``BLURAPP_ADAPTER``: an index into ``adapters`` (``"0"``,
+            ``"1"``, ... in wgpu's enumeration order, as ``blurapp info`` lists them: how a
+            Dask worker is given its own GPU, since Vulkan ignores CUDA_VISIBLE_DEVICES), or a
+            case-insensitive substring of the adapter's name, backend, driver or vendor;
+            ``None`` or empty picks the best one.
 
     Returns:
-        A discrete GPU, else an integrated one, else a software adapter (native backends
-        before OpenGL), among those matching ``wanted``.
+        The adapter at that index; else a discrete GPU, else an integrated one, else a software
+        adapter (native backends before OpenGL), among those matching ``wanted``.
 
     Raises:
-        GpuUnavailableError: no adapter at all, or none matching ``wanted``.
+        GpuUnavailableError: no adapter at all, an index out of range, or none matching
+            ``wanted`` (the message names the adapters found).
     """
     if not adapters:
         raise GpuUnavailableError(NO_ADAPTER_MESSAGE)
     candidates = list(adapters)
+    if wanted and wanted.strip().isdigit():
+        index = int(wanted.strip())
+        if index >= len(candidates):
+            found = "; ".join(f"{i}: {adapter_info(a)['summary']}" for i, a in enumerate(adapters))
+            raise GpuUnavailableError(
+                f"{ADAPTER_ENV}={wanted!r}: there is no adapter {index} (found: {found})"
+            )
+        return candidates[index]
     if wanted:
         needle = wanted.strip().lower()
         candidates = [

@@ -44,6 +44,18 @@ def test_env_substring_picks_by_name_or_backend() -> None:
     assert select_adapter(adapters, "rtx") is DISCRETE
 
 
+def test_env_index_picks_by_position() -> None:
+    # How a Dask worker is given its own GPU: the index in wgpu's enumeration order.
+    adapters = [LAVAPIPE_VK, DISCRETE, INTEGRATED]
+    assert select_adapter(adapters, "0") is LAVAPIPE_VK
+    assert select_adapter(adapters, " 2 ") is INTEGRATED
+    with pytest.raises(GpuUnavailableError) as err:
+        select_adapter(adapters, "3")
+    message = str(err.value)
+    assert "\n" not in message and ADAPTER_ENV in message and "no adapter 3" in message
+    assert "1: NVIDIA RTX 4070" in message  # names what there is
+
+
 def test_no_adapter_is_one_line() -> None:
     with pytest.raises(GpuUnavailableError) as err:
         select_adapter([])
