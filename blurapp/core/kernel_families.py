@@ -3,6 +3,9 @@
 Each builder takes the text after ``family:`` and returns ``(weights, canonical_spec)``; the
 canonical spec is a fixed point (parsing it gives the same weights, bit for bit, and the same
 spec). :mod:`blurapp.core.kernel` wraps the result in a :class:`~blurapp.core.kernel.Kernel`.
+:data:`FAMILY_PARAMS` describes each family's parameters (names, kinds, ranges, defaults); the
+builders parse with it and write their canonical spec with :func:`format_spec`, and the GUI's
+kernel designer builds its form from it and reads specs with :func:`spec_params`.
 All weights are float64 and meant for *correlation* (OpenCV ``filter2D``, scipy ``correlate``);
 coordinates are x = column (to the right) and y = row (downwards).
 """
@@ -11,7 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -19,6 +24,10 @@ from blurapp.core.errors import KernelSpecError
 
 #: Largest number of taps per side any spec may ask for (see blurapp.core.kernel's docstring).
 MAX_KERNEL_SIDE = 513
+#: Largest radius (taps each side of the centre) of a kernel of MAX_KERNEL_SIDE taps.
+MAX_RADIUS = MAX_KERNEL_SIDE // 2
+#: gaussian and log: radius = int(truncate * sigma + 0.5) with scipy's default truncate.
+DEFAULT_TRUNCATE = 4.0
 
 #: Sub-samples per pixel side used to anti-alias ``disk`` and ``motion`` (16×16 = 256 per pixel).
 SUPERSAMPLE = 16
@@ -78,10 +87,15 @@ def _split_args(family: str, text: str) -> tuple[list[str], dict[str, str]]:
     return positional, named
 
 
-def _params(
-    family: str, text: str, allowed: tuple[str, ...], positional: tuple[str, ...] = ()
-) -> dict[str, str]:
-    """Parse ``text`` into named parameters; positional values fill ``positional`` in order."""
+def _params(family: str, text: str) -> dict[str, str]:
+    """Parse ``text`` into named parameters, as :data:`FAMILY_PARAMS` describes ``family``'s.
+
+    Positional values take the names of the positional parameters, in order; unknown names,
+    extra values and repeats are refused. Values are not checked here (the builders do it).
+    """
+    described = FAMILY_PARAMS[family]
+    allowed = tuple(p.name for p in described)
+    positional = tuple(p.name for p in described if p.positional)
     pos, named = _split_args(family, text)
     if not allowed and (pos or named):
         raise _err(f"{family} takes no parameters, got {_q(text.strip())}")
@@ -152,6 +166,11 @@ def _check_sides(what: str, width: int, height: int) -> None:
         )
 
 
+def _auto_radius(sigma: float) -> int:
+    """The radius a sigma gets without radius= or truncate= (scipy's truncate=4)."""
+    return int(DEFAULT_TRUNCATE * sigma + 0.5)
+
+
 def _radius_from_truncate(truncate: float, sigma: float, what: str) -> int:
     r = truncate * sigma + 0.5
     if not math.isfinite(r) or r > 2.0**31:
@@ -172,7 +191,7 @@ def _radii(family: str, p: dict[str, str], sx: float, sy: float) -> tuple[int, i
         rx, ry = _int_pair(family, "radius", p["radius"], 0)
         what = f"{family} radius={p['radius']}"
     else:
-        t = 4.0
+        t = DEFAULT_TRUNCATE
         if "truncate" in p:
             t = _number(family, "truncate", p["truncate"])
             if t <= 0:
@@ -207,28 +226,27 @@ def gaussian_1d(sigma: float, radius: int) -> np.ndarray:
 
 def build_gaussian(text: str) -> tuple[np.ndarray, str]:
     """``gaussian:sigma=S[xSY][,radius=R[xRY]|,truncate=T]`` — outer(g_y, g_x), normalised."""
-    p = _params("gaussian", text, ("sigma", "radius", "truncate"), ("sigma",))
+    p = _params("gaussian", text)
     if "sigma" not in p:
         raise _err("gaussian needs sigma=..., e.g. gaussian:sigma=2")
     sx, sy = _positive_pair("gaussian", "sigma", p["sigma"])
     rx, ry = _radii("gaussian", p, sx, sy)
     weights = np.outer(gaussian_1d(sy, ry), gaussian_1d(sx, rx))
     sigma = format_number(sx) if sx == sy else f"{format_number(sx)}x{format_number(sy)}"
-    spec = f"gaussian:sigma={sigma}"
-    if (rx, ry) != (int(4.0 * sx + 0.5), int(4.0 * sy + 0.5)):
-        spec += f",radius={_radius_text(rx, ry)}"
-    return weights, spec
+    auto = (rx, ry) == (_auto_radius(sx), _auto_radius(sy))
+    radius = None if auto else _radius_text(rx, ry)
+    return weights, format_spec("gaussian", {"sigma": sigma, "radius": radius})
 
 
 def build_box(text: str) -> tuple[np.ndarray, str]:
     """``box:N`` or ``box:WxH`` — the mean over W columns × H rows (odd or even)."""
-    p = _params("box", text, ("size",), ("size",))
+    p = _params("box", text)
     if "size" not in p:
         raise _err("box needs a size, e.g. box:5 or box:7x3")
     w, h = _int_pair("box", "size", p["size"], 1)
     _check_sides(f"box:{p['size']}", w, h)
     weights = np.full((h, w), 1.0 / (w * h))
-    return weights, f"box:{w}" if w == h else f"box:{w}x{h}"
+    return weights, format_spec("box", {"size": str(w) if w == h else f"{w}x{h}"})
 
 
 def build_log(text: str) -> tuple[np.ndarray, str]:
@@ -239,7 +257,7 @@ def build_log(text: str) -> tuple[np.ndarray, str]:
     so the response to x² + y² is about 4, as for the continuous operator. The mean is then
     subtracted so the weights sum to 0 (to round-off) despite the truncation.
     """
-    p = _params("log", text, ("sigma", "radius", "truncate"), ("sigma",))
+    p = _params("log", text)
     if "sigma" not in p:
         raise _err("log needs sigma=..., e.g. log:sigma=1.5")
     sigma = _number("log", "sigma", p["sigma"])
@@ -257,10 +275,8 @@ def build_log(text: str) -> tuple[np.ndarray, str]:
     g /= g.sum()
     weights = g * (r2 - 2.0 * s2) / (s2 * s2)
     weights -= weights.mean()
-    spec = f"log:sigma={format_number(sigma)}"
-    if rx != int(4.0 * sigma + 0.5):
-        spec += f",radius={rx}"
-    return weights, spec
+    radius = None if rx == _auto_radius(sigma) else str(rx)
+    return weights, format_spec("log", {"sigma": format_number(sigma), "radius": radius})
 
 
 # --------------------------------------------------------------------------- derivatives
@@ -295,22 +311,22 @@ def _oriented(direction: str, kx: np.ndarray) -> np.ndarray:
 
 def build_sobel(text: str) -> tuple[np.ndarray, str]:
     """``sobel:x|y[,size=3|5|7]`` — smoothing ⊗ derivative, unnormalised like OpenCV."""
-    p = _params("sobel", text, ("direction", "size"), ("direction",))
+    p = _params("sobel", text)
     d = _direction("sobel", p)
     size = _integer("sobel", "size", p["size"]) if "size" in p else 3
     if size not in (3, 5, 7):
         raise _err(f"sobel size must be 3, 5 or 7, got {_q(p['size'])}")
     smooth, deriv = sobel_1d(size)
-    spec = f"sobel:{d}" if size == 3 else f"sobel:{d},size={size}"
+    spec = format_spec("sobel", {"direction": d, "size": None if size == 3 else str(size)})
     return _oriented(d, np.outer(smooth, deriv)), spec
 
 
 def _fixed_derivative(family: str, smooth: list[float]) -> Builder:
     def build(text: str) -> tuple[np.ndarray, str]:
-        p = _params(family, text, ("direction",), ("direction",))
+        p = _params(family, text)
         d = _direction(family, p)
         kx = np.outer(np.array(smooth, dtype=np.float64), [-1.0, 0.0, 1.0])
-        return _oriented(d, kx), f"{family}:{d}"
+        return _oriented(d, kx), format_spec(family, {"direction": d})
 
     build.__doc__ = f"``{family}:x|y`` — {smooth} ⊗ [-1, 0, 1]."
     return build
@@ -329,8 +345,8 @@ _FIXED = {
 
 def _fixed(family: str) -> Builder:
     def build(text: str) -> tuple[np.ndarray, str]:
-        _params(family, text, ())
-        return np.array(_FIXED[family], dtype=np.float64), family
+        _params(family, text)
+        return np.array(_FIXED[family], dtype=np.float64), format_spec(family, {})
 
     build.__doc__ = f"``{family}`` — the usual 3×3 {_FIXED[family]}."
     return build
@@ -366,7 +382,7 @@ def build_disk(text: str) -> tuple[np.ndarray, str]:
     Coverage is estimated with SUPERSAMPLE² samples per pixel; the grid is the smallest odd
     square that holds the disc (radius ceil(R - 0.5) taps).
     """
-    p = _params("disk", text, ("radius",), ("radius",))
+    p = _params("disk", text)
     if "radius" not in p:
         raise _err("disk needs radius=..., e.g. disk:radius=4")
     r = _number("disk", "radius", p["radius"])
@@ -378,7 +394,7 @@ def build_disk(text: str) -> tuple[np.ndarray, str]:
     _check_sides(f"disk radius={p['radius']}", 2 * n + 1, 2 * n + 1)
     r2 = r * r
     counts = _coverage(n, n, lambda x, y: x * x + y * y <= r2)
-    return counts / counts.sum(), f"disk:radius={format_number(r)}"
+    return counts / counts.sum(), format_spec("disk", {"radius": format_number(r)})
 
 
 def _cos_sin(angle: float) -> tuple[float, float]:
@@ -399,7 +415,7 @@ def build_motion(text: str) -> tuple[np.ndarray, str]:
     covers (SUPERSAMPLE² samples), normalised; the grid is the smallest odd box that holds it,
     so ``motion:length=9`` is the 9×1 mean. Any angle but a multiple of 90° is not rank 1.
     """
-    p = _params("motion", text, ("length", "angle"), ("length",))
+    p = _params("motion", text)
     if "length" not in p:
         raise _err("motion needs length=..., e.g. motion:length=9,angle=30")
     length = _number("motion", "length", p["length"])
@@ -425,8 +441,8 @@ def build_motion(text: str) -> tuple[np.ndarray, str]:
         return (np.abs(along) <= half) & (np.abs(across) <= 0.5)
 
     counts = _coverage(rx, ry, inside)
-    return counts / counts.sum(), (
-        f"motion:length={format_number(length)},angle={format_number(angle)}"
+    return counts / counts.sum(), format_spec(
+        "motion", {"length": format_number(length), "angle": format_number(angle)}
     )
 
 
@@ -483,19 +499,176 @@ def matrix_spec(weights: np.ndarray) -> str:
     return f"matrix:{cols}x{rows}:" + ",".join(format_number(v) for v in weights.ravel().tolist())
 
 
-#: Family name -> builder. ``@file.json`` is handled by blurapp.core.kernel.
+#: Family name -> builder, in the order a picker shows them (blurs, derivatives, the fixed 3×3,
+#: shapes, matrix). ``@file.json`` is handled by blurapp.core.kernel.
 FAMILIES: dict[str, Builder] = {
-    "box": build_box,
-    "disk": build_disk,
-    "emboss": _fixed("emboss"),
     "gaussian": build_gaussian,
-    "identity": _fixed("identity"),
+    "box": build_box,
+    "sobel": build_sobel,
+    "scharr": _fixed_derivative("scharr", [3.0, 10.0, 3.0]),
+    "prewitt": _fixed_derivative("prewitt", [1.0, 1.0, 1.0]),
     "laplacian": _fixed("laplacian"),
+    "sharpen": _fixed("sharpen"),
+    "emboss": _fixed("emboss"),
+    "identity": _fixed("identity"),
+    "motion": build_motion,
+    "disk": build_disk,
     "log": build_log,
     "matrix": parse_matrix,
-    "motion": build_motion,
-    "prewitt": _fixed_derivative("prewitt", [1.0, 1.0, 1.0]),
-    "scharr": _fixed_derivative("scharr", [3.0, 10.0, 3.0]),
-    "sharpen": _fixed("sharpen"),
-    "sobel": build_sobel,
 }
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class FamilyParam:
+    """One parameter of a kernel family: what the grammar takes and how canonical specs write it.
+
+    Attributes:
+        name: its key in a spec (``sigma`` in ``gaussian:sigma=2``).
+        kind: ``"number"`` (a finite float), ``"integer"`` or ``"choice"`` (one of ``choices``).
+        help: one line saying what it does (the designer's tooltip).
+        example: a typical value, as spec text (where the designer starts); ``None``: none.
+        default: the value when a spec leaves it out, as spec text; ``None`` when it is required
+            or computed from the others (a Gaussian's radius from sigma).
+        required: every spec of the family gives it.
+        positional: it may be given without its name, in the order of the family's parameters
+            (``gaussian:2`` is ``gaussian:sigma=2``).
+        bare: canonical specs write the value without ``name=`` (``box:5``, ``sobel:x``).
+        pair: it also takes ``XxY`` (x, the columns, first): ``box:7x3``, ``sigma=2x1``.
+        minimum: a bound on the value itself: anything below is refused, whatever the other
+            parameters (a combination above it can still be: a log whose radius comes out
+            0); ``None``: no lower bound.
+        exclusive_minimum: ``minimum`` itself is refused too (sigma > 0).
+        maximum: the largest valid value when the optional parameters are left out (most
+            come from MAX_KERNEL_SIDE; ``sigma=100,radius=3`` is still valid); ``None``: none.
+        choices: the valid values of a ``"choice"``.
+    """
+
+    name: str
+    kind: Literal["number", "integer", "choice"]
+    help: str
+    example: str | None = None
+    default: str | None = None
+    required: bool = False
+    positional: bool = False
+    bare: bool = False
+    pair: bool = False
+    minimum: float | None = None
+    exclusive_minimum: bool = False
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+def _sigma(example: str, pair: bool) -> FamilyParam:
+    return FamilyParam(
+        "sigma", "number", "Standard deviation in pixels; radius = int(4σ + 0.5)",
+        example=example, required=True, positional=True, pair=pair,
+        minimum=0.0, exclusive_minimum=True, maximum=MAX_RADIUS / DEFAULT_TRUNCATE,
+    )  # fmt: skip
+
+
+def _radius(minimum: int, pair: bool) -> FamilyParam:
+    return FamilyParam(
+        "radius", "integer", "Taps each side of the centre (default int(4σ + 0.5))",
+        pair=pair, minimum=minimum, maximum=MAX_RADIUS,
+    )  # fmt: skip
+
+
+_TRUNCATE = FamilyParam(
+    "truncate", "number", "Radius in sigmas: radius = int(truncate·σ + 0.5)",
+    default=format_number(DEFAULT_TRUNCATE), minimum=0.0, exclusive_minimum=True,
+)  # fmt: skip
+_DIRECTION = FamilyParam(
+    "direction", "choice", "Derivative along x (grows to the right) or y (grows downwards)",
+    example="x", required=True, positional=True, bare=True, choices=("x", "y"),
+)  # fmt: skip
+
+_BOX_SIZE = FamilyParam(
+    "size", "integer", "Columns x rows averaged (N or WxH)",
+    example="5", required=True, positional=True, bare=True, pair=True,
+    minimum=1, maximum=MAX_KERNEL_SIDE,
+)  # fmt: skip
+_SOBEL_SIZE = FamilyParam(
+    "size", "choice", "Taps per side (OpenCV's ksize)", default="3", choices=("3", "5", "7")
+)
+_MOTION_LENGTH = FamilyParam(
+    "length", "number", "Length of the motion path in pixels",
+    example="9", required=True, positional=True, minimum=1.0, maximum=MAX_KERNEL_SIDE,
+)  # fmt: skip
+_MOTION_ANGLE = FamilyParam(
+    "angle", "number", "Degrees counter-clockwise from +x", example="0", default="0"
+)
+_DISK_RADIUS = FamilyParam(
+    "radius", "number", "Disc radius in pixels",
+    example="4", required=True, positional=True, minimum=0.5, maximum=MAX_RADIUS + 0.5,
+)  # fmt: skip
+
+#: Family name -> its parameters, in spec order; the same families, in the same order, as
+#: :data:`FAMILIES`. ``matrix`` has its own grammar (size and weights), not parameters.
+FAMILY_PARAMS: dict[str, tuple[FamilyParam, ...]] = {
+    "gaussian": (_sigma("2", pair=True), _radius(0, pair=True), _TRUNCATE),
+    "box": (_BOX_SIZE,),
+    "sobel": (_DIRECTION, _SOBEL_SIZE),
+    "scharr": (_DIRECTION,),
+    "prewitt": (_DIRECTION,),
+    "laplacian": (),
+    "sharpen": (),
+    "emboss": (),
+    "identity": (),
+    "motion": (_MOTION_LENGTH, _MOTION_ANGLE),
+    "disk": (_DISK_RADIUS,),
+    "log": (_sigma("1.5", pair=False), _radius(1, pair=False), _TRUNCATE),
+    "matrix": (),
+}
+
+
+def format_spec(family: str, values: Mapping[str, str | None]) -> str:
+    """The spec text of ``family`` with ``values``: the one writer of canonical specs.
+
+    Arguments:
+        family: a key of :data:`FAMILY_PARAMS` (not ``matrix``: see :func:`matrix_spec`).
+        values: parameter name -> value as spec text; a missing or ``None`` value is left out.
+
+    Returns:
+        ``family:v1,name2=v2,...`` in the family's parameter order, ``bare`` parameters without
+        their name; the family alone when no value is given. Example::
+
+            format_spec("sobel", {"direction": "x", "size": "5"}) == "sobel:x,size=5"
+
+    Raises:
+        KeyError: an unknown family, or a name that is not one of its parameters.
+    """
+    described = FAMILY_PARAMS[family]
+    unknown = set(values) - {p.name for p in described}
+    if unknown:
+        raise KeyError(f"{family} has no parameter {sorted(unknown)[0]!r}")
+    parts = [
+        value if p.bare else f"{p.name}={value}"
+        for p in described
+        if (value := values.get(p.name)) is not None
+    ]
+    return f"{family}:{','.join(parts)}" if parts else family
+
+
+def spec_params(spec: str) -> tuple[str, dict[str, str]]:
+    """Split a spec into its family and named parameters, with the grammar's own parser.
+
+    Positional values get their parameters' names; values are returned as written (stripped),
+    not checked: ``Kernel.parse`` does that. A ``matrix`` spec has no parameters (``{}``).
+
+    Example::
+
+        spec_params("Sobel: y, size=5") == ("sobel", {"direction": "y", "size": "5"})
+
+    Raises:
+        KernelSpecError: an unknown family, or parameters the family does not take.
+    """
+    family, _, rest = spec.strip().partition(":")
+    family = family.strip().lower()
+    if family not in FAMILY_PARAMS:
+        raise _err(f"unknown kernel family {_q(family)}")
+    if family == "matrix":
+        return family, {}
+    return family, _params(family, rest)

@@ -3,6 +3,8 @@ sync both ways (parameters write the spec; a typed spec sets the parameters)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
@@ -16,45 +18,57 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from blurapp.core.errors import KernelSpecError
 from blurapp.core.kernel import Kernel
+from blurapp.core.kernel_families import FAMILY_PARAMS, FamilyParam, format_spec, spec_params
 
-# Families offered in the picker, in display order, with the parameters each one shows.
-FAMILY_PARAMS: dict[str, tuple[str, ...]] = {
-    "gaussian": ("sigma", "radius"),
-    "box": ("width", "height"),
-    "sobel": ("direction", "size"),
-    "scharr": ("direction",),
-    "prewitt": ("direction",),
-    "laplacian": (),
-    "sharpen": (),
-    "emboss": (),
-    "identity": (),
-    "motion": ("length", "angle"),
-    "disk": ("disk_radius",),
-    "log": ("sigma", "radius"),
-    "matrix": (),
-}
 TYPING_DEBOUNCE_MS = 300
-MAX_SIDE_PARAM = 257
+# Left to the spec field: truncate= says what radius= says, in sigmas.
+TEXT_ONLY_PARAMS = frozenset({"truncate"})
+# Parameters without a lower or upper bound in core (a motion's angle): a full turn either way.
+_UNBOUNDED = 360.0
 
 
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
-def split_spec(spec: str) -> tuple[str, list[str], dict[str, str]]:
-    """``"sobel:x,size=5"`` -> ("sobel", ["x"], {"size": "5"}) for syncing the widgets."""
-    family, _, rest = spec.strip().partition(":")
-    positional: list[str] = []
-    named: dict[str, str] = {}
-    if family.lower() != "matrix" and rest:
-        for token in rest.split(","):
-            key, eq, value = token.partition("=")
-            if eq:
-                named[key.strip().lower()] = value.strip()
-            elif token.strip():
-                positional.append(token.strip())
-    return family.strip().lower(), positional, named
+@dataclass(frozen=True)
+class _Look:
+    """How the designer edits one kind of parameter: its attribute(s) and spin-box step."""
+
+    attrs: tuple[str, ...]  # one widget, or (columns, rows) for a WxH pair edited as two
+    step: float = 1.0
+
+
+# Controls shared by families whose parameter has the same name and kind (one sigma box for
+# gaussian and log), with the attribute names and steps the window and tests know. Which
+# families show which control, the ranges, start values and tooltips all come from core
+# (FAMILY_PARAMS); a parameter not listed here gets a control of its own, ``<family>_<name>``.
+_LOOKS: dict[tuple[str, str], _Look] = {
+    ("sigma", "number"): _Look(("sigma",), 0.1),
+    ("radius", "integer"): _Look(("radius",)),
+    ("size", "integer"): _Look(("width_", "height_")),
+    ("direction", "choice"): _Look(("direction",)),
+    ("size", "choice"): _Look(("size",)),
+    ("length", "number"): _Look(("length",)),
+    ("angle", "number"): _Look(("angle",), 5.0),
+    ("radius", "number"): _Look(("disk_radius",), 0.5),
+}
+_LABELS = {"width_": "Width", "height_": "Height", "disk_radius": "Radius"}
+
+
+def _shown(family: str) -> tuple[tuple[FamilyParam, _Look], ...]:
+    """The parameters of ``family`` the designer shows, in core's order, with their controls."""
+    return tuple(
+        (p, _LOOKS.get((p.name, p.kind)) or _Look((f"{family}_{p.name}",), _step(p)))
+        for p in FAMILY_PARAMS.get(family, ())
+        if p.name not in TEXT_ONLY_PARAMS
+    )
+
+
+def _step(p: FamilyParam) -> float:
+    return 0.1 if p.kind == "number" else 1.0
 
 
 class KernelDesigner(QWidget):
@@ -73,42 +87,14 @@ class KernelDesigner(QWidget):
         self.family = QComboBox(objectName="familyCombo")
         self.family.addItems(list(FAMILY_PARAMS))
         self.family.setToolTip("Kernel family (DESIGN.md spec grammar)")
-
-        self.sigma = self._double(0.1, 64.0, 0.1, 2.0, "σ in pixels; radius = int(4σ + 0.5)")
-        self.radius = QSpinBox(minimum=0, maximum=MAX_SIDE_PARAM // 2, value=0)
-        self.radius.setSpecialValueText("auto")
-        self.radius.setToolTip("Taps each side of the centre; auto = int(4σ + 0.5)")
-        self.width_ = QSpinBox(minimum=1, maximum=MAX_SIDE_PARAM, value=5)
-        self.height_ = QSpinBox(minimum=1, maximum=MAX_SIDE_PARAM, value=5)
-        self.direction = QComboBox()
-        self.direction.addItems(["x", "y"])
-        self.size = QComboBox()
-        self.size.addItems(["3", "5", "7"])
-        self.length = self._double(1.0, 257.0, 1.0, 9.0, "Length of the motion path in pixels")
-        self.angle = self._double(-360.0, 360.0, 5.0, 0.0, "Degrees counter-clockwise from +x")
-        self.disk_radius = self._double(0.5, 128.0, 0.5, 4.0, "Disc radius in pixels")
-        self._params: dict[str, QWidget] = {
-            "sigma": self.sigma,
-            "radius": self.radius,
-            "width": self.width_,
-            "height": self.height_,
-            "direction": self.direction,
-            "size": self.size,
-            "length": self.length,
-            "angle": self.angle,
-            "disk_radius": self.disk_radius,
-        }
-        labels = {
-            "sigma": "Sigma",
-            "radius": "Radius",
-            "width": "Width",
-            "height": "Height",
-            "direction": "Direction",
-            "size": "Size",
-            "length": "Length",
-            "angle": "Angle",
-            "disk_radius": "Radius",
-        }
+        # attribute -> widget, in the order their rows appear; built from core's parameters.
+        self._params: dict[str, QWidget] = {}
+        labels: dict[str, str] = {}
+        for family in FAMILY_PARAMS:
+            for p, look in _shown(family):
+                self._add_control(p, look)
+                for attr in look.attrs:
+                    labels.setdefault(attr, _LABELS.get(attr, p.name.capitalize()))
         self.spec = QLineEdit(objectName="kernelSpec")
         self.spec.setPlaceholderText("e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json")
         self.spec.setToolTip("Kernel spec (press Enter to apply at once)")
@@ -145,42 +131,82 @@ class KernelDesigner(QWidget):
                 widget.valueChanged.connect(self._params_changed)
         self._show_rows("gaussian")
 
+    def _add_control(self, p: FamilyParam, look: _Look) -> None:
+        """Create the widget(s) of ``p``, or widen the range of those another family made."""
+        if look.attrs[0] in self._params:
+            for attr in look.attrs:
+                self._widen(self._params[attr], p, look.step)
+            return
+        for attr in look.attrs:
+            widget = self._new_widget(p, look.step)
+            widget.setToolTip(p.help)
+            setattr(self, attr, widget)
+            self._params[attr] = widget
+
     @staticmethod
-    def _double(lo: float, hi: float, step: float, value: float, tip: str) -> QDoubleSpinBox:
-        box = QDoubleSpinBox(minimum=lo, maximum=hi, singleStep=step, decimals=2, value=value)
-        box.setToolTip(tip)
+    def _bounds(p: FamilyParam, step: float) -> tuple[float, float]:
+        lo = -_UNBOUNDED if p.minimum is None else p.minimum + (step if p.exclusive_minimum else 0)
+        hi = _UNBOUNDED if p.maximum is None else p.maximum
+        return lo, hi
+
+    def _new_widget(self, p: FamilyParam, step: float) -> QWidget:
+        if p.kind == "choice":
+            box = QComboBox()
+            box.addItems(list(p.choices))
+            box.setCurrentText(p.example or p.default or p.choices[0])
+            return box
+        lo, hi = self._bounds(p, step)
+        start = p.example or p.default
+        if p.kind == "integer":
+            spin = QSpinBox(minimum=int(lo), maximum=int(hi))
+            spin.setValue(int(start) if start else int(lo))
+            if start is None and not p.required:
+                spin.setSpecialValueText("auto")  # left out: core computes it (radius from σ)
+            return spin
+        box = QDoubleSpinBox(minimum=lo, maximum=hi, singleStep=step, decimals=2)
+        box.setValue(float(start) if start else lo)
         # Emitting while typing "1" of "1.5" would run a filter per keystroke; wait for Enter/focus
         box.setKeyboardTracking(False)
         box.setStepType(QAbstractSpinBox.StepType.DefaultStepType)
         return box
 
+    def _widen(self, widget: QWidget, p: FamilyParam, step: float) -> None:
+        """One control for the same parameter of several families: the union of their ranges."""
+        if isinstance(widget, (QSpinBox, QDoubleSpinBox)):
+            lo, hi = self._bounds(p, step)
+            widget.setRange(min(widget.minimum(), lo), max(widget.maximum(), hi))
+
     # ---- widgets -> spec -----------------------------------------------------------------
     def build_spec(self) -> str:
-        """The spec the family picker and its parameters describe."""
+        """The spec the family picker and its parameters describe (core writes the text)."""
         fam = self.family.currentText()
-        if fam == "gaussian" or fam == "log":
-            spec = f"{fam}:sigma={_fmt(self.sigma.value())}"
-            if self.radius.value() > 0:
-                spec += f",radius={self.radius.value()}"
-            return spec
-        if fam == "box":
-            w, h = self.width_.value(), self.height_.value()
-            return f"box:{w}" if w == h else f"box:{w}x{h}"
-        if fam == "sobel":
-            size = self.size.currentText()
-            return f"sobel:{self.direction.currentText()}" + (
-                "" if size == "3" else f",size={size}"
-            )
-        if fam in ("scharr", "prewitt"):
-            return f"{fam}:{self.direction.currentText()}"
-        if fam == "motion":
-            return f"motion:length={_fmt(self.length.value())},angle={_fmt(self.angle.value())}"
-        if fam == "disk":
-            return f"disk:radius={_fmt(self.disk_radius.value())}"
-        return fam
+        if fam == "matrix":
+            return fam
+        values: dict[str, str | None] = {}
+        for p, look in _shown(fam):
+            text = self._read(look)
+            values[p.name] = None if text == p.default else text
+        return format_spec(fam, values)
+
+    def _read(self, look: _Look) -> str | None:
+        """The value a control shows, as spec text (``None``: left to core)."""
+        widgets = [self._params[attr] for attr in look.attrs]
+        texts = []
+        for widget in widgets:
+            if isinstance(widget, QComboBox):
+                texts.append(widget.currentText())
+            elif isinstance(widget, QSpinBox):
+                if widget.specialValueText() and widget.value() == widget.minimum():
+                    return None
+                texts.append(str(widget.value()))
+            else:
+                texts.append(_fmt(widget.value()))  # type: ignore[attr-defined]
+        if len(texts) == 2 and texts[0] == texts[1]:
+            return texts[0]
+        return "x".join(texts)
 
     def _show_rows(self, family: str) -> None:
-        wanted = FAMILY_PARAMS.get(family, ())
+        wanted = {attr for _p, look in _shown(family) for attr in look.attrs}
         for key, widget in self._params.items():
             self.form.setRowVisible(widget, key in wanted)
         self.form.setRowVisible(self.matrix_hint, family == "matrix")
@@ -212,43 +238,42 @@ class KernelDesigner(QWidget):
             if set_text and self.spec.text() != kernel.spec:
                 self.spec.setText(kernel.spec)
                 self.spec.setCursorPosition(0)
-            family, pos, named = split_spec(kernel.spec)
-            if family not in FAMILY_PARAMS:
-                family = "matrix"
+            try:
+                family, named = spec_params(kernel.spec)
+            except KernelSpecError:  # not a family spec (a loaded file): its weights only
+                family, named = "matrix", {}
             self.family.setCurrentText(family)
             self._show_rows(family)
-            self._set_params(family, pos, named)
+            for p, look in _shown(family):
+                self._write(p, look, named.get(p.name, p.default))
         finally:
             self._syncing = False
 
-    def _set_params(self, family: str, pos: list[str], named: dict[str, str]) -> None:
-        def num(text: str | None, default: float) -> float:
-            try:
-                return float(text) if text is not None else default
-            except ValueError:
-                return default
+    def _write(self, p: FamilyParam, look: _Look, text: str | None) -> None:
+        """Show ``text`` (spec text, ``None``: left out) in the control of ``p``.
 
-        if family in ("gaussian", "log"):
-            sigma = named.get("sigma", pos[0] if pos else None)
-            if sigma is not None and "x" not in sigma.lower():
-                self.sigma.setValue(num(sigma, self.sigma.value()))
-            radius = named.get("radius")
-            self.radius.setValue(int(num(radius, 0)) if radius and "x" not in radius else 0)
-        elif family == "box":
-            size = named.get("size", pos[0] if pos else "5").lower().replace("×", "x")
-            w, _, h = size.partition("x")
-            self.width_.setValue(int(num(w, 5)))
-            self.height_.setValue(int(num(h or w, 5)))
-        elif family in ("sobel", "scharr", "prewitt"):
-            direction = named.get("direction", pos[0] if pos else "x")
-            self.direction.setCurrentText(direction.lower())
-            if family == "sobel":
-                self.size.setCurrentText(named.get("size", "3"))
-        elif family == "motion":
-            self.length.setValue(num(named.get("length", pos[0] if pos else None), 9))
-            self.angle.setValue(num(named.get("angle"), 0))
-        elif family == "disk":
-            self.disk_radius.setValue(num(named.get("radius", pos[0] if pos else None), 4))
+        A value the control cannot show (an XxY pair in a single box) leaves it as it is.
+        """
+        attrs = look.attrs
+        raw = (text or "").strip().lower()
+        parts = [t.strip() for t in raw.replace("×", "x").split("x")] if p.pair else [raw]
+        if len(attrs) == 2 and len(parts) == 1:
+            parts *= 2
+        if text is not None and len(parts) != len(attrs):
+            return
+        for attr, part in zip(attrs, parts, strict=True):
+            widget = self._params[attr]
+            if isinstance(widget, QComboBox):
+                widget.setCurrentText(part)
+                continue
+            try:
+                value = float(part) if text is not None else None
+            except ValueError:
+                continue
+            if isinstance(widget, QSpinBox):
+                widget.setValue(widget.minimum() if value is None else int(value))
+            elif value is not None and isinstance(widget, QDoubleSpinBox):
+                widget.setValue(value)
 
     def show_error(self, message: str) -> None:
         """Show why the typed spec is invalid; the last valid kernel stays in use."""
