@@ -8,7 +8,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -68,9 +67,6 @@ class TimingPanel(QWidget):
         self.plot = TimingPlot()
         self.export_cli = QPushButton("Export CLI", objectName="exportCli")
         self.export_cli.setToolTip("Copy the blurapp apply command that reproduces this result")
-        self.note = QLabel()
-        self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: palette(mid);")
         side = QVBoxLayout()
         side.addWidget(self.plot, 1)
         buttons = QHBoxLayout()
@@ -78,10 +74,7 @@ class TimingPanel(QWidget):
         buttons.addStretch(1)
         side.addLayout(buttons)
         layout = QHBoxLayout(self)
-        left = QVBoxLayout()
-        left.addWidget(self.table, 1)
-        left.addWidget(self.note)
-        layout.addLayout(left, 3)
+        layout.addWidget(self.table, 3)
         layout.addLayout(side, 2)
         self._rows: dict[str, tuple[Timing, str]] = {}
 

@@ -101,7 +101,8 @@ def restore_layout(
             height = min(height, int(available.height() * 0.9))
         window.resize(width, height)
         window.resizeDocks([side_dock], [width * 440 // 1440], Qt.Orientation.Horizontal)
-        window.resizeDocks([bottom_dock], [height * 230 // 920], Qt.Orientation.Vertical)
+        # Tall enough for a row per compared strategy (seven) without scrolling.
+        window.resizeDocks([bottom_dock], [height * 250 // 920], Qt.Orientation.Vertical)
     state = settings.value("window/state")
     if isinstance(state, QByteArray) and not state.isEmpty():
         window.restoreState(state)
