@@ -93,8 +93,8 @@ class FilterModel(QObject):
 
     def set_spec(self, spec: FilterSpec) -> None:
         """Make an already checked ``spec`` current (settings, undo)."""
-        if spec.tile is not None:
-            self._tile_choice = spec.tile
+        if get_info(spec.strategy).takes_tile:
+            self._tile_choice = spec.tile  # None too: the planner's choice, asked for
         if spec != self._spec:
             self._spec = spec
             self.spec_changed.emit(spec)

@@ -98,6 +98,9 @@ def test_the_tile_choice_outlives_a_strategy_without_tiles(model) -> None:
     assert model.spec.tile == 32
     assert model.set_tile(None) is None
     assert model.spec.tile is None and model.tile_choice is None
+    assert model.set_tile(8) is None
+    assert model.update(tile=None) is None  # any way to the planner's tile is the choice
+    assert model.tile_choice is None
 
 
 def test_set_image_gives_each_image_its_own_key(qtbot, model, tmp_path) -> None:
