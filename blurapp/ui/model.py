@@ -20,11 +20,7 @@ from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.planner import TILE_SIDES
 from blurapp.core.strategies import AUTO, get_info
-
-try:  # image I/O is moving out of core (issue 12, item 4)
-    from blurapp.io import ImageData
-except ImportError:  # pragma: no cover - the tree before the move
-    from blurapp.core.imageio import ImageData  # type: ignore[no-redef]
+from blurapp.io import ImageData
 
 __all__ = ["DEFAULT_SPEC", "FilterModel"]
 
