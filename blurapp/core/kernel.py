@@ -22,7 +22,15 @@ ignored, ``N`` or ``WxH`` wherever a size is given:
                                on screen (rows grow down), normalised
 ``disk:radius=4``              anti-aliased disc (area coverage by supersampling), normalised
 ``log:sigma=1.5``              Laplacian of Gaussian, radius int(4*sigma+0.5), zero sum,
-                               negative at the centre (same sign as ``laplacian``)
+                               negative at the centre (same sign as ``laplacian``); rank <= 3
+``bokeh:radius=8``             lens aperture: a regular polygon, ``blades=N`` (>= 3, default 6;
+                               0 = round) corners on the circle of radius R, the first at
+                               ``rotation=D`` degrees CCW from +x; area coverage, normalised
+``unsharp:sigma=2,amount=1``   unsharp mask identity + amount·(identity − gaussian:sigma=S),
+                               sums to 1, rank 2
+``dog:sigma=1,2``              difference of Gaussians G(S1) − G(S2) on the larger one's grid,
+                               zero sum, rank 2; S2 defaults to 1.6·S1 (canonical
+                               ``dog:sigma=1,sigma2=2``)
 ``matrix:3x3:1,2,1,...``       row-major weights; a final ``,normalize`` divides by the sum
 ``@file.json``                 a kernel file (:meth:`Kernel.to_json`, ``blurapp.io.save_kernel``)
 =============================  =================================================================

@@ -376,22 +376,28 @@ def _coverage(
     return counts
 
 
+def _aperture_radius(family: str, p: dict[str, str]) -> tuple[float, int]:
+    """``radius=R`` of a disc or a polygon (R >= 0.5 pixels), and the taps each side of the
+    smallest odd grid that holds the circle of radius R: ceil(R - 0.5)."""
+    if "radius" not in p:
+        raise _err(f"{family} needs radius=..., e.g. {family}:radius=4")
+    r = _number(family, "radius", p["radius"])
+    if r < 0.5:
+        raise _err(f"{family} radius must be >= 0.5, got {_q(p['radius'])}")
+    if r > MAX_KERNEL_SIDE:
+        raise _err(f"{family} radius={p['radius']} is above the limit of {MAX_KERNEL_SIDE} taps")
+    n = max(0, math.ceil(r - 0.5))
+    _check_sides(f"{family} radius={p['radius']}", 2 * n + 1, 2 * n + 1)
+    return r, n
+
+
 def build_disk(text: str) -> tuple[np.ndarray, str]:
     """``disk:radius=R`` — a disc of radius R pixels, pixel weight = covered area, normalised.
 
     Coverage is estimated with SUPERSAMPLE² samples per pixel; the grid is the smallest odd
     square that holds the disc (radius ceil(R - 0.5) taps).
     """
-    p = _params("disk", text)
-    if "radius" not in p:
-        raise _err("disk needs radius=..., e.g. disk:radius=4")
-    r = _number("disk", "radius", p["radius"])
-    if r < 0.5:
-        raise _err(f"disk radius must be >= 0.5, got {_q(p['radius'])}")
-    if r > MAX_KERNEL_SIDE:
-        raise _err(f"disk radius={p['radius']} is above the limit of {MAX_KERNEL_SIDE} taps")
-    n = max(0, math.ceil(r - 0.5))
-    _check_sides(f"disk radius={p['radius']}", 2 * n + 1, 2 * n + 1)
+    r, n = _aperture_radius("disk", _params("disk", text))
     r2 = r * r
     counts = _coverage(n, n, lambda x, y: x * x + y * y <= r2)
     return counts / counts.sum(), format_spec("disk", {"radius": format_number(r)})
@@ -444,6 +450,133 @@ def build_motion(text: str) -> tuple[np.ndarray, str]:
     return counts / counts.sum(), format_spec(
         "motion", {"length": format_number(length), "angle": format_number(angle)}
     )
+
+
+# --------------------------------------------------------------------------- photo families
+
+
+def build_bokeh(text: str) -> tuple[np.ndarray, str]:
+    """``bokeh:radius=R[,blades=N][,rotation=D]`` — a lens aperture: a regular N-gon, normalised.
+
+    The polygon's corners lie on the circle of radius R pixels, the first at D degrees
+    counter-clockwise from +x on screen (as ``motion``'s angle); N = 6 blades by default,
+    N >= 3, and ``blades=0`` is the round aperture (``disk``'s weights). Each pixel weighs the
+    area it covers (SUPERSAMPLE² samples, like ``disk``), on the smallest odd square that holds
+    the circle.
+    """
+    p = _params("bokeh", text)
+    r, n = _aperture_radius("bokeh", p)
+    blades = _integer("bokeh", "blades", p["blades"]) if "blades" in p else 6
+    if blades != 0 and blades < 3:
+        raise _err(f"bokeh blades must be 0 (round) or >= 3, got {_q(p['blades'])}")
+    rotation = _number("bokeh", "rotation", p["rotation"]) if "rotation" in p else 0.0
+    if blades == 0:
+        r2 = r * r
+
+        def inside(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            return x * x + y * y <= r2
+
+    else:
+        # Inside when the point is within the apothem along every edge's outward normal; the
+        # normals sit half a corner step from the corners. Screen y points up: row = -y.
+        apothem = r * math.cos(math.pi / blades)
+        normals = [_cos_sin(rotation + (k + 0.5) * 360.0 / blades) for k in range(blades)]
+
+        def inside(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+            ok = np.ones(np.broadcast_shapes(x.shape, y.shape), dtype=bool)
+            for c, s in normals:
+                ok &= x * c - y * s <= apothem
+            return ok
+
+    counts = _coverage(n, n, inside)
+    spec = format_spec(
+        "bokeh",
+        {
+            "radius": format_number(r),
+            "blades": None if blades == 6 else str(blades),
+            "rotation": None if rotation == 0 else format_number(rotation),
+        },
+    )
+    return counts / counts.sum(), spec
+
+
+def _identity_like(rows: int, cols: int) -> np.ndarray:
+    delta = np.zeros((rows, cols))
+    delta[rows // 2, cols // 2] = 1.0
+    return delta
+
+
+def build_unsharp(text: str) -> tuple[np.ndarray, str]:
+    """``unsharp:sigma=S[,amount=A]`` — unsharp mask: identity + A·(identity − gaussian(S)).
+
+    The Gaussian is ``gaussian:sigma=S``'s (radius int(4S + 0.5)); A >= 0, default 1. The
+    weights sum to 1 (flat areas keep their value) and the kernel has rank 2 (a delta and a
+    Gaussian, both outer products), so ``lowrank`` runs it exactly as two separable pairs.
+    """
+    p = _params("unsharp", text)
+    if "sigma" not in p:
+        raise _err("unsharp needs sigma=..., e.g. unsharp:sigma=2,amount=1")
+    sigma = _number("unsharp", "sigma", p["sigma"])
+    if sigma <= 0:
+        raise _err(f"unsharp sigma must be > 0, got {_q(p['sigma'])}")
+    amount = _number("unsharp", "amount", p["amount"]) if "amount" in p else 1.0
+    if amount < 0:
+        raise _err(f"unsharp amount must be >= 0, got {_q(p['amount'])}")
+    radius = _radius_from_truncate(DEFAULT_TRUNCATE, sigma, f"unsharp:sigma={p['sigma']}")
+    _check_sides(f"unsharp:sigma={p['sigma']}", 2 * radius + 1, 2 * radius + 1)
+    g = gaussian_1d(sigma, radius)
+    delta = _identity_like(2 * radius + 1, 2 * radius + 1)
+    weights = (1.0 + amount) * delta - amount * np.outer(g, g)
+    spec = format_spec(
+        "unsharp",
+        {"sigma": format_number(sigma), "amount": None if amount == 1 else format_number(amount)},
+    )
+    return weights, spec
+
+
+#: dog's second sigma when it is left out: Marr and Hildreth's 1.6, the DoG closest to a LoG.
+DOG_RATIO = 1.6
+
+
+def build_dog(text: str) -> tuple[np.ndarray, str]:
+    """``dog:sigma=S1,S2`` (or ``dog:S1,S2``, ``dog:sigma=S1,sigma2=S2``) — gaussian(S1) −
+    gaussian(S2), both on the grid of the larger one (radius int(4·max(S1, S2) + 0.5)) and each
+    normalised there, so the weights sum to 0. S2 defaults to 1.6·S1. Rank 2.
+    """
+    pos, named = _split_args("dog", text)
+    if "sigma" in named and len(pos) > 1:
+        raise _err(f"dog: unexpected value {_q(pos[1])} (dog:sigma=S1,S2 takes two sigmas)")
+    if "sigma" in named and len(pos) == 1 and "sigma2" not in named:
+        # DESIGN.md's dog:sigma=S1,S2: the bare value after a named sigma is the second one.
+        text = f"sigma={named['sigma']},sigma2={pos[0]}"
+        text += "".join(f",{k}={v}" for k, v in named.items() if k != "sigma")
+    p = _params("dog", text)
+    if "sigma" not in p:
+        raise _err("dog needs sigma=..., e.g. dog:sigma=1,2")
+    s1 = _number("dog", "sigma", p["sigma"])
+    if s1 <= 0:
+        raise _err(f"dog sigma must be > 0, got {_q(p['sigma'])}")
+    s2 = _number("dog", "sigma2", p["sigma2"]) if "sigma2" in p else DOG_RATIO * s1
+    if s2 <= 0:
+        raise _err(f"dog sigma2 must be > 0, got {_q(p['sigma2'])}")
+    if s1 == s2:
+        raise _err(f"dog needs two different sigmas, got {format_number(s1)} twice")
+    what = f"dog:sigma={format_number(s1)},{format_number(s2)}"
+    radius = _radius_from_truncate(DEFAULT_TRUNCATE, max(s1, s2), what)
+    _check_sides(what, 2 * radius + 1, 2 * radius + 1)
+    if radius < 1:
+        raise _err(f"{what} gives radius 0; a DoG needs radius >= 1")
+    g1 = gaussian_1d(s1, radius)
+    g2 = gaussian_1d(s2, radius)
+    weights = np.outer(g1, g1) - np.outer(g2, g2)
+    spec = format_spec(
+        "dog",
+        {
+            "sigma": format_number(s1),
+            "sigma2": None if s2 == DOG_RATIO * s1 else format_number(s2),
+        },
+    )
+    return weights, spec
 
 
 # --------------------------------------------------------------------------- matrix
@@ -513,7 +646,10 @@ FAMILIES: dict[str, Builder] = {
     "identity": _fixed("identity"),
     "motion": build_motion,
     "disk": build_disk,
+    "bokeh": build_bokeh,
     "log": build_log,
+    "unsharp": build_unsharp,
+    "dog": build_dog,
     "matrix": parse_matrix,
 }
 
@@ -604,6 +740,37 @@ _DISK_RADIUS = FamilyParam(
     "radius", "number", "Disc radius in pixels",
     example="4", required=True, positional=True, minimum=0.5, maximum=MAX_RADIUS + 0.5,
 )  # fmt: skip
+_BOKEH_RADIUS = FamilyParam(
+    "radius", "number", "Aperture radius in pixels (to the polygon's corners)",
+    example="8", required=True, positional=True, minimum=0.5, maximum=MAX_RADIUS + 0.5,
+)  # fmt: skip
+_BOKEH_BLADES = FamilyParam(
+    "blades", "integer", "Aperture blades: the polygon's corners (0: round)",
+    example="6", default="6", minimum=0,
+)  # fmt: skip
+_BOKEH_ROTATION = FamilyParam(
+    "rotation", "number", "Degrees counter-clockwise from +x to the first corner",
+    example="0", default="0",
+)  # fmt: skip
+_UNSHARP_SIGMA = FamilyParam(
+    "sigma", "number", "Standard deviation of the blur subtracted; radius = int(4σ + 0.5)",
+    example="2", required=True, positional=True, minimum=0.0, exclusive_minimum=True,
+    maximum=MAX_RADIUS / DEFAULT_TRUNCATE,
+)  # fmt: skip
+_UNSHARP_AMOUNT = FamilyParam(
+    "amount", "number", "Strength: identity + amount·(identity − blur)",
+    example="1", default="1", positional=True, minimum=0.0,
+)  # fmt: skip
+_DOG_SIGMA = FamilyParam(
+    "sigma", "number", "Standard deviation of the positive Gaussian",
+    example="1", required=True, positional=True, minimum=0.0, exclusive_minimum=True,
+    maximum=MAX_RADIUS / (DEFAULT_TRUNCATE * DOG_RATIO),
+)  # fmt: skip
+_DOG_SIGMA2 = FamilyParam(
+    "sigma2", "number", "Standard deviation of the Gaussian subtracted (default 1.6σ)",
+    example="1.6", positional=True, minimum=0.0, exclusive_minimum=True,
+    maximum=MAX_RADIUS / DEFAULT_TRUNCATE,
+)  # fmt: skip
 
 #: Family name -> its parameters, in spec order; the same families, in the same order, as
 #: :data:`FAMILIES`. ``matrix`` has its own grammar (size and weights), not parameters.
@@ -619,7 +786,10 @@ FAMILY_PARAMS: dict[str, tuple[FamilyParam, ...]] = {
     "identity": (),
     "motion": (_MOTION_LENGTH, _MOTION_ANGLE),
     "disk": (_DISK_RADIUS,),
+    "bokeh": (_BOKEH_RADIUS, _BOKEH_BLADES, _BOKEH_ROTATION),
     "log": (_sigma("1.5", pair=False), _radius(1, pair=False), _TRUNCATE),
+    "unsharp": (_UNSHARP_SIGMA, _UNSHARP_AMOUNT),
+    "dog": (_DOG_SIGMA, _DOG_SIGMA2),
     "matrix": (),
 }
 
