@@ -50,6 +50,10 @@ _ALPHA_EPS = 1e-7
 
 Convert = Callable[[np.ndarray], np.ndarray]
 
+#: After a run in tiles, textures for tiles up to this many texels stay on the GPU (a live
+#: preview that renders in small tiles reuses them); larger ones are released.
+_KEEP_TILE_TEXELS = 1 << 20
+
 
 @dataclass(frozen=True)
 class FilterResult:
@@ -451,7 +455,8 @@ def _filter_tiles(
                 if consuming is not None:
                     consuming.cancel()
                 raise
-    release_gpu_memory()  # a tile's textures are of no use to the next image
+    if shape is not None and shape[0] * shape[1] > _KEEP_TILE_TEXELS:
+        release_gpu_memory()  # large tiles' textures are of no use to the next image
     tiles = f"{len(windows)} tiles of up to {grid.side}×{grid.side}"
     reason = f"{reason}; {tiles}" if reason else tiles
     return out, timings, ran, reason
