@@ -83,6 +83,9 @@ STRATEGIES: dict[str, StrategyInfo] = {
         StrategyInfo("transpose", "gpu",
                      "row pass, tiled transpose, the same row pass, transpose back", "#9467bd",
                      needs_rank1=True),
+        StrategyInfo("fft", "gpu",
+                     "FFT convolution in overlap-save blocks (power-of-two sides up to 2048), "
+                     "the image's transforms on the GPU", "#17becf"),
         StrategyInfo(CPU, "cpu", "the float64 numpy reference on the CPU", "#7f7f7f"),
     )
 }  # fmt: skip

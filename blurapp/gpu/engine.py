@@ -92,6 +92,8 @@ class _ShapeResources:
     uploaded: dict[str, tuple[Hashable, int] | None] = field(default_factory=dict)
     # output format -> (mappable buffer, padded bytes per row), made on first use of the format
     readbacks: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    # what a strategy with its own run keeps for this shape (fft: its buffers, bind groups)
+    owned: dict[Hashable, Any] = field(default_factory=dict)
 
 
 def _check_storage(storage: str) -> tuple[str, type, int]:
@@ -334,7 +336,13 @@ class GpuFilter:
         )
         passes = with_output(passes, output)
         with self._lock:
-            out, pass_ms, timer = self._execute(x, passes, storage, convert, output, input_key)
+            if hasattr(strat, "run"):  # buffers and passes of its own (fft); timed the same way
+                out, pass_ms, timer = strat.run(
+                    self, x, kernel, border, passes,
+                    storage=storage, convert=convert, output=output, input_key=input_key,
+                )  # fmt: skip
+            else:
+                out, pass_ms, timer = self._execute(x, passes, storage, convert, output, input_key)
         result = out[:, :, 0] if squeeze and convert is None else out
         timing = Timing(
             passes=tuple(
@@ -384,17 +392,50 @@ class GpuFilter:
         output: str = "rgba32f",
         input_key: Hashable | None = None,
     ) -> tuple[np.ndarray, list[float], str]:
-        import wgpu
-
-        ctx = self.context
-        device = ctx.device
+        device = self.context.device
         height, width, channels = x.shape
-        fmt, _, texel = STORAGE_FORMATS[storage]
+        fmt = STORAGE_FORMATS[storage][0]
         res = self._resources(width, height)
         strategy_key = "/".join(p.shader for p in passes)
+        self._upload(res, x, storage, input_key)
 
+        commands = []
+        for i, p in enumerate(passes):
+            pipeline = self._pipeline(p)
+            bind_group = self._bind_group(res, strategy_key, i, p, fmt)
+            device.queue.write_buffer(
+                res.uniforms[(strategy_key, i)],
+                0,
+                struct.pack("<iifi", p.size[0], p.size[1], p.constant, channels),
+            )
+            if p.weights is not None:
+                device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
+            commands.append((p, pipeline, bind_group))
+
+        timer = self._pass_timer()
+        encoder = device.create_command_encoder()
+        for i, (p, pipeline, bind_group) in enumerate(commands):
+            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
+            cpass.set_pipeline(pipeline)
+            cpass.set_bind_group(0, bind_group)
+            cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
+            cpass.end()
+            encoder = timer.after_pass(encoder)
+        self._copy_output(encoder, res, output)
+        timer.resolve(encoder)
+        device.queue.submit([encoder.finish()])
+        out = self._map_output(res, output, channels, convert)
+        return out, timer.read_ms(), timer.timer
+
+    def _upload(
+        self, res: _ShapeResources, x: np.ndarray, storage: str, input_key: Hashable | None
+    ) -> None:
+        """Write ``x`` into the input texture of its storage format, unless it holds it already."""
+        height, width, channels = x.shape
+        fmt, _, texel = STORAGE_FORMATS[storage]
         in_tex, _ = self._texture(res, "input", (width, height), fmt)
         held = None if input_key is None else (input_key, channels)
+        device = self.context.device
         if held is None or res.uploaded.get(fmt) != held:
             res.uploaded[fmt] = None  # unknown until the upload below has been queued
             x = to_storage(x, storage)
@@ -415,31 +456,11 @@ class GpuFilter:
             self.uploads += 1
             res.uploaded[fmt] = held
 
-        commands = []
-        for i, p in enumerate(passes):
-            pipeline = self._pipeline(p)
-            bind_group = self._bind_group(res, strategy_key, i, p, fmt)
-            device.queue.write_buffer(
-                res.uniforms[(strategy_key, i)],
-                0,
-                struct.pack("<iifi", p.size[0], p.size[1], p.constant, channels),
-            )
-            if p.weights is not None:
-                device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
-            commands.append((p, pipeline, bind_group))
-
-        out_fmt, out_texel = OUTPUT_FORMATS[output]
-        out_tex, _ = self._texture(res, "output", (width, height), out_fmt)
+    def _copy_output(self, encoder: Any, res: _ShapeResources, output: str) -> None:
+        """Encode the copy of the output texture of format ``output`` into its readback buffer."""
+        width, height = res.width, res.height
+        out_tex, _ = self._texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])
         readback, row_bytes = self._readback(res, output)
-        timer = self._pass_timer()
-        encoder = device.create_command_encoder()
-        for i, (p, pipeline, bind_group) in enumerate(commands):
-            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
-            cpass.set_pipeline(pipeline)
-            cpass.set_bind_group(0, bind_group)
-            cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
-            cpass.end()
-            encoder = timer.after_pass(encoder)
         encoder.copy_texture_to_buffer(
             {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
             {
@@ -450,19 +471,30 @@ class GpuFilter:
             },
             (width, height, 1),
         )
-        timer.resolve(encoder)
-        device.queue.submit([encoder.finish()])
 
+    def _map_output(
+        self,
+        res: _ShapeResources,
+        output: str,
+        channels: int,
+        convert: Callable[[np.ndarray], np.ndarray] | None,
+    ) -> np.ndarray:
+        """The result in the readback buffer (after the submission that copied it), H×W×C, or
+        what ``convert`` makes of a read-only view of it."""
+        import wgpu
+
+        width, height = res.width, res.height
+        readback, row_bytes = self._readback(res, output)
         readback.map_sync(wgpu.MapMode.READ)
         try:
-            dtype = np.float32 if out_texel == TEXEL_BYTES else np.uint8
+            dtype = np.float32 if OUTPUT_FORMATS[output][1] == TEXEL_BYTES else np.uint8
             raw = np.frombuffer(readback.read_mapped(copy=False), dtype=dtype)
             rows = raw.reshape(height, row_bytes // raw.itemsize)[:, : width * 4]
             view = rows.reshape(height, width, 4)[:, :, :channels]
             out = view.copy() if convert is None else convert(view)
         finally:
             readback.unmap()
-        return out, timer.read_ms(), timer.timer
+        return out
 
     # -- caches -------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ __all__ = [
     "STRATEGIES",
     "TEXEL_BYTES",
     "DirectStrategy",
+    "FftStrategy",
     "PassSpec",
     "SeparableStrategy",
     "Strategy",
@@ -376,9 +377,39 @@ class TransposeStrategy(_RankOneStrategy):
         )
 
 
+class FftStrategy(Strategy):
+    """FFT convolution in overlap-save blocks; the passes and shaders are in blurapp.gpu.fft.
+
+    It runs itself (:meth:`run`: complex buffers and batches of blocks, not texture slots);
+    :meth:`passes` describes its four passes for timings and the byte model.
+
+    Float32 error: max |error| ≤ 2^-24 · log2(NR·NC) · max|x| · ||k||_1, max|x| over what the
+    blocks hold (a constant border's value included); measured at 0.15 to 0.4 of that against
+    the float64 reference (docs/PERFORMANCE.md has the table), tested on every border mode. At
+    the largest block, 2048², that is 1.3e-6 · max|x| · ||k||_1: rounding in a transform grows
+    with log2 of its length, not with the kernel's size. Images with NaN or Inf are refused (a
+    transform spreads one over its whole block).
+    """
+
+    name = "fft"
+
+    def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
+        from blurapp.gpu import fft  # it builds on this module's PassSpec
+
+        _check_kernel_size(kernel)
+        return fft.passes(kernel, border_mode, constant, size, limits, channels)
+
+    def run(self, engine, x, kernel, border, passes, **options):
+        """Filter ``x`` with ``passes`` on ``engine`` (a GpuFilter); see blurapp.gpu.fft.run."""
+        from blurapp.gpu import fft
+
+        return fft.run(engine, x, kernel, border, passes, **options)
+
+
 # In the registry's order; tests check that every GPU entry of the registry has its class.
 _CLASSES = {
-    c.name: c for c in (DirectStrategy, TiledStrategy, SeparableStrategy, TransposeStrategy)
+    c.name: c
+    for c in (DirectStrategy, TiledStrategy, SeparableStrategy, TransposeStrategy, FftStrategy)
 }
 STRATEGIES: dict[str, Strategy] = {
     name: _CLASSES[name]() for name in registry.gpu_names() if name in _CLASSES

@@ -21,7 +21,7 @@ NON_SEP = "matrix:5x3:1,-2,3,0.5,2,4,1,-1,2,0,-3,2,1,5,-0.5"
 
 def test_unknown_strategy_names_the_valid_ones() -> None:
     with pytest.raises(StrategyError, match="direct, tiled, separable, transpose"):
-        get_strategy("fft")
+        get_strategy("fastest")
 
 
 def test_direct_bytes() -> None:

@@ -1,0 +1,159 @@
+// One axis of the fft strategy's 2-D transforms: LANES lines of N complex values per
+// workgroup, held in workgroup memory, transformed by Stockham autosort stages (radix 4, and
+// one radix 2 when log2 N is odd), outputs in natural order. Rows are contiguous lines; columns
+// are lines strided by NC, and LANES neighbouring columns per workgroup keep each row's loads
+// of them contiguous.
+//
+// The template chains what the pass does to each line between one load and one store:
+//   source "image": the first pass reads the block from the input texture (the overlap-save
+//     gather: block element (r, c) is the border-mapped pixel at the block's origin - anchor +
+//     (c, r)), else the line is read from `data`;
+//   forward, then multiply by the kernel's spectrum, then inverse (each optional).
+// Each stage reads its butterflies' inputs into registers, meets a barrier, writes its outputs
+// and meets another: one array of N values per line, no ping-pong copy.
+
+{% include "fft_params.wgsl" %}
+
+const N: i32 = {$ n $};          // line length (power of two)
+const LANES: i32 = {$ lanes $};  // lines per workgroup
+const NR: i32 = {$ nr $};        // block rows
+const NC: i32 = {$ nc $};        // block columns
+
+{% if source == "image" %}
+@group(0) @binding(0) var src: texture_2d<f32>;
+{% include "border.wgsl" %}
+{% endif %}
+@group(0) @binding(1) var<storage, read_write> data: array<vec2<f32>>;  // items × NR × NC
+// twiddles[k] = exp(-2πi k / N), k < N, from float64 (more exact than f32 sin/cos, and cheaper).
+@group(0) @binding(2) var<storage, read> twiddles: array<vec2<f32>>;
+{% if multiply %}
+// The kernel's spectrum, NR × NC: conj(DFT(kernel)) / (NR·NC), so that the inverse stages give
+// the correlation, normalised.
+@group(0) @binding(4) var<storage, read> spectrum: array<vec2<f32>>;
+{% endif %}
+
+var<workgroup> line: array<vec2<f32>, {$ lanes * n $}>;
+
+fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+}
+
+{% if source == "image" %}
+// Block element (r, c) of complex item q: its two real signals' pixels, border-mapped.
+fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
+    var out = vec2<f32>(0.0);
+    for (var half = 0; half < 2; half++) {
+        let ri = 2 * q + half;
+        let lb = ri / params.channels;
+        if (lb < params.blocks) {
+            let p = block_origin(lb) - params.anchor + vec2<i32>(c, r);
+            out[half] = load_src(p.x, p.y)[ri % params.channels];
+        }
+    }
+    return out;
+}
+{% endif %}
+
+{% macro stages(sign) %}
+{% for radix, ns, per in stage_list %}
+    {
+        // radix {$ radix $}, sub-transforms of {$ ns $} so far
+{% for t in range(per) %}
+        let b{$ t $} = i32(tid) + {$ t $} * {$ wg $};
+        let o{$ t $} = (b{$ t $} / {$ n // radix $}) * N;
+        let j{$ t $} = b{$ t $} % {$ n // radix $};
+{% for q in range(radix) %}
+        var v{$ t $}_{$ q $} = line[o{$ t $} + j{$ t $} + {$ q * (n // radix) $}];
+{% endfor %}
+{% endfor %}
+        workgroupBarrier();
+{% for t in range(per) %}
+        {
+            let k = j{$ t $} % {$ ns $};
+{% if ns > 1 %}
+{% for q in range(1, radix) %}
+            let w{$ q $} = twiddles[k * {$ q * (n // (radix * ns)) $}];
+            v{$ t $}_{$ q $} = cmul(v{$ t $}_{$ q $}, vec2<f32>(w{$ q $}.x, {$ sign $}w{$ q $}.y));
+{% endfor %}
+{% endif %}
+            let d = o{$ t $} + (j{$ t $} / {$ ns $}) * {$ ns * radix $} + k;
+{% if radix == 2 %}
+            line[d] = v{$ t $}_0 + v{$ t $}_1;
+            line[d + {$ ns $}] = v{$ t $}_0 - v{$ t $}_1;
+{% else %}
+            let t0 = v{$ t $}_0 + v{$ t $}_2;
+            let t1 = v{$ t $}_0 - v{$ t $}_2;
+            let t2 = v{$ t $}_1 + v{$ t $}_3;
+            let u = v{$ t $}_1 - v{$ t $}_3;
+{% if sign == "" %}
+            let t3 = vec2<f32>(u.y, -u.x);  // -i (a1 - a3)
+{% else %}
+            let t3 = vec2<f32>(-u.y, u.x);  // +i (a1 - a3)
+{% endif %}
+            line[d] = t0 + t2;
+            line[d + {$ ns $}] = t1 + t3;
+            line[d + {$ 2 * ns $}] = t0 - t2;
+            line[d + {$ 3 * ns $}] = t1 - t3;
+{% endif %}
+        }
+{% endfor %}
+        workgroupBarrier();
+    }
+{% endfor %}
+{% endmacro %}
+
+@compute @workgroup_size({$ wg $})
+fn main(
+    @builtin(local_invocation_index) tid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let q = i32(wid.y);              // complex item
+    let line0 = i32(wid.x) * LANES;  // first line of this workgroup
+    let base = q * NR * NC;
+{% macro element(e) %}
+{% if axis == "rows" %}
+        let lane = {$ e $} / N;
+        let p = {$ e $} % N;
+        let a = (line0 + lane) * NC + p;
+{% else %}
+        let lane = {$ e $} % LANES;
+        let p = {$ e $} / LANES;
+        let a = p * NC + line0 + lane;
+{% endif %}
+{% endmacro %}
+{% for t in range(load_per) %}
+    {
+        let e = i32(tid) + {$ t * wg $};
+{$ element("e") $}
+{% if source == "image" %}
+        line[lane * N + p] = gather(q, line0 + lane, p);
+{% else %}
+        line[lane * N + p] = data[base + a];
+{% endif %}
+    }
+{% endfor %}
+    workgroupBarrier();
+{% if forward %}
+{$ stages("") $}
+{% endif %}
+{% if multiply %}
+{% for t in range(load_per) %}
+    {
+        let e = i32(tid) + {$ t * wg $};
+{$ element("e") $}
+        line[lane * N + p] = cmul(line[lane * N + p], spectrum[a]);
+    }
+{% endfor %}
+    workgroupBarrier();
+{% endif %}
+{% if inverse %}
+{$ stages("-") $}
+{% endif %}
+{% for t in range(load_per) %}
+    {
+        let e = i32(tid) + {$ t * wg $};
+{$ element("e") $}
+        data[base + a] = line[lane * N + p];
+    }
+{% endfor %}
+}
