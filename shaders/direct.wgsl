@@ -6,6 +6,12 @@
 // straight-line loads and FMAs. The border mode maps each of the window's columns and rows
 // once per invocation (see main).
 
+// `skip_zero` (the kernel has zero weights): a zero tap is skipped, not multiplied, so that a
+// NaN or Inf under it does not spread (DESIGN.md "Numbers", as scipy.ndimage.correlate). Every
+// invocation reads the same weight, so the branch is uniform; kernels without zeros keep the
+// plain multiply-adds.
+{% set skip_zero = skip_zero | default(true) %}
+
 {% include "bindings.wgsl" %}
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
 
@@ -35,7 +41,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let w = ky * KW;
         let sy = border_index(y0 + ky, params.size.y);
 {% for kx in range(kw) %}
+{% if skip_zero %}
+        {
+            let k = weights[w + {$ kx $}];
+            if (k != 0.0) {
+                acc += k * load_mapped(sx{$ kx $}, sy);
+            }
+        }
+{% else %}
         acc += weights[w + {$ kx $}] * load_mapped(sx{$ kx $}, sy);
+{% endif %}
 {% endfor %}
     }
     textureStore(dst, vec2<i32>(x, y), acc);

@@ -7,6 +7,8 @@
 //
 // Up to 65 taps the weights are baked into the code as literals and every tap is unrolled (the
 // pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
+// A zero weight is never multiplied (a baked one is left out of the sum), so that NaN or Inf
+// spreads only under non-zero taps (DESIGN.md "Numbers", as scipy.ndimage.correlate).
 //
 // Every load goes through the border mode (border_index), also in the interior: there its
 // in-range test is one compare. An interior copy of the code without it ran 1.6-1.7 × slower on
@@ -56,13 +58,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {% endfor %}
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-        textureStore(dst, {$ at(o) $}, {% for k in range(taps) %}{$ baked[k] $} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %});
+        textureStore(dst, {$ at(o) $}, {% for k in range(taps) if baked[k] not in ("0.0", "-0.0") %}{$ baked[k] $} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% else %}vec4<f32>(0.0){% endfor %});
     }
 {% endfor %}
 {% else %}
     var acc = vec4<f32>(0.0);
     for (var k = 0; k < TAPS; k++) {
-        acc += weights[k] * {$ load("k") $};
+        let wk = weights[k];
+        if (wk != 0.0) {  // a zero tap is skipped: NaN or Inf under it does not spread
+            acc += wk * {$ load("k") $};
+        }
     }
     textureStore(dst, {$ at(0) $}, acc);
 {% endif %}

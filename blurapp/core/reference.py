@@ -72,6 +72,20 @@ def _accumulate(
         return out
     block = max(1, _BLOCK_BYTES // max(1, cols * channels * 8))
     tmp = np.empty((min(block, rows), cols, channels))
+    # NaN and Inf in the image are data (they propagate as in scipy), not warnings to print.
+    with np.errstate(invalid="ignore", over="ignore"):
+        _accumulate_blocks(padded, taps, out, tmp, block)
+    return out
+
+
+def _accumulate_blocks(
+    padded: np.ndarray,
+    taps: list[tuple[int, int, float]],
+    out: np.ndarray,
+    tmp: np.ndarray,
+    block: int,
+) -> None:
+    rows, cols = out.shape[:2]
     for r0 in range(0, rows, block):
         r1 = min(rows, r0 + block)
         acc = out[r0:r1]
@@ -81,7 +95,6 @@ def _accumulate(
         for u, v, w in taps[1:]:
             np.multiply(padded[r0 + u : r1 + u, v : v + cols], w, out=t)
             acc += t
-    return out
 
 
 def _correlate_2d(x: np.ndarray, weights: np.ndarray, border: Border) -> np.ndarray:

@@ -151,6 +151,11 @@ def analyze(weights: np.ndarray) -> Separability:
     if rank == 1:
         r = np.sqrt(s[0])
         column, row = _orient(u[:, 0] * r, vt[0] * r)
+        # A row or column of zero weights gets an exact zero factor, not round-off: two passes
+        # that skip zero taps then reach exactly the 2-D kernel's non-zero taps, so NaN and Inf
+        # spread as in one 2-D pass (DESIGN.md "Numbers").
+        column = np.where(np.any(w != 0, axis=1), column, 0.0)
+        row = np.where(np.any(w != 0, axis=0), row, 0.0)
         column, row = _readonly(column), _readonly(row)
     return Separability(
         singular_values=_readonly(s),

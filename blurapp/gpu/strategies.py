@@ -173,6 +173,12 @@ class Strategy(ABC):
         """
 
 
+def _has_zero(kernel: Kernel) -> bool:
+    """Whether ``kernel`` has a zero weight (as float32): the 2-D shaders then skip zero taps
+    instead of multiplying them, so that NaN and Inf spread only under non-zero weights."""
+    return bool(np.any(np.asarray(kernel.weights, dtype=np.float32) == 0))
+
+
 class DirectStrategy(Strategy):
     name = "direct"
 
@@ -186,7 +192,12 @@ class DirectStrategy(Strategy):
                 name="direct",
                 shader="direct",
                 # The kernel's columns are unrolled in the shader: its width shapes the code.
-                template=(("wg_x", wg), ("wg_y", wg), ("kw", cols)),
+                template=(
+                    ("wg_x", wg),
+                    ("wg_y", wg),
+                    ("kw", cols),
+                    ("skip_zero", _has_zero(kernel)),
+                ),
                 constants=(("KH", rows), ("BORDER_MODE", border_mode)),
                 src="input",
                 dst="output",
@@ -227,6 +238,7 @@ class TiledStrategy(Strategy):
                     ("block_w", bw),
                     ("block_h", bh),
                     ("layout", choice.layout),
+                    ("skip_zero", _has_zero(kernel)),
                 ),
                 constants=(("BORDER_MODE", border_mode),),
                 src="input",
