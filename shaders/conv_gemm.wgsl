@@ -2,11 +2,15 @@
 // Workgroup-memory tiling: a bm×bk tile of W and a bk×bn tile of B are staged in workgroup
 // memory and reused bn (resp. bm) times; register tiling: each invocation owns rm×rn outputs (rm = 4 or 8, rn = 4),
 // so every value it reads from workgroup memory feeds rn (resp. rm) multiply-adds.
-// Template: bm, bn, bk, rm, rn, b_layout ("kp": B stored K×P, "pk": P×K), out_layout.
+// Template: bm, bn, bk, rm, rn, b_layout ("kp": B stored K×P, "pk": P×K), out_layout ("nchw",
+// "nhwc", or "raw": Y as M×P row-major, no bias, for Winograd's α² GEMMs).
 // Edge tiles are masked: loads past M, P or K read 0 and their outputs are not written.
+// A batch of GEMMs runs along the dispatch's z: GEMM z reads W, B and writes Y at z times the
+// uniform's strides (0 for a single GEMM).
 
 struct Params {
     m: u32, pixels: u32, kdim: u32, ohw: u32,
+    a_stride: u32, b_stride: u32, y_stride: u32, _u0: u32,
 };
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -34,6 +38,8 @@ fn main(
 ) {
     let m0 = wid.y * BM;
     let p0 = wid.x * BN;
+    let a_off = wid.z * p.a_stride;
+    let b_off = wid.z * p.b_stride;
     // The rm×4 register tile as rm vec4 rows of 4 pixels (rm = 4 or 8).
     var acc: array<vec4<f32>, RM>;
     for (var i = 0u; i < RM; i++) {
@@ -45,7 +51,7 @@ fn main(
             let kk = i % BK;
             var v = 0.0;
             if (m0 + mm < p.m && k0 + kk < p.kdim) {
-                v = wt[(m0 + mm) * p.kdim + k0 + kk];
+                v = wt[a_off + (m0 + mm) * p.kdim + k0 + kk];
             }
             a_tile[(kk * BM + mm) / 4u][mm % 4u] = v;
         }
@@ -60,9 +66,9 @@ fn main(
             var v = 0.0;
             if (p0 + nn < p.pixels && k0 + kk < p.kdim) {
 {% if b_layout == "kp" %}
-                v = bmat[(k0 + kk) * p.pixels + p0 + nn];
+                v = bmat[b_off + (k0 + kk) * p.pixels + p0 + nn];
 {% else %}
-                v = bmat[(p0 + nn) * p.kdim + k0 + kk];
+                v = bmat[b_off + (p0 + nn) * p.kdim + k0 + kk];
 {% endif %}
             }
             b_tile[(kk * BN + nn) / 4u][nn % 4u] = v;
@@ -90,7 +96,9 @@ fn main(
             if (gp >= p.pixels) {
                 break;
             }
-{% if out_layout == "nchw" %}
+{% if out_layout == "raw" %}
+            y[wid.z * p.y_stride + gm * p.pixels + gp] = acc[i][j];
+{% elif out_layout == "nchw" %}
             let n = gp / p.ohw;
             y[(n * p.m + gm) * p.ohw + gp % p.ohw] = acc[i][j] + bias[gm];
 {% else %}

@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 
 from blurapp.conv.data import relative_error, to_layout
+from blurapp.conv.engine import GPU_STRATEGIES
 from blurapp.conv.tile_budget import DEFAULT_BUDGET, DTYPE_BYTES, plan_tile
 from blurapp.core.errors import UsageError
 from blurapp.io import atomic_output, check_output
 
 __all__ = ["add_options", "format_result", "run_conv"]
 
-_STRATEGIES = ("direct", "im2col", "implicit-gemm", "auto")
+_STRATEGIES = (*GPU_STRATEGIES, "auto")  # the engine's registry
 _LAYOUTS = ("nchw", "nhwc")
 
 
@@ -85,8 +86,8 @@ def _add_layer_options(p: argparse.ArgumentParser) -> None:
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Add the ``run``, ``plan`` and ``layout`` actions to the ``conv`` subparser."""
     parser.description = (
-        "Convolution-layer lab: Conv2D (Cin→Cout) on the GPU as direct, im2col + GEMM or "
-        "implicit GEMM; a tile storage-budget planner; NCHW versus NHWC."
+        "Convolution-layer lab: Conv2D (Cin→Cout) on the GPU as direct, im2col + GEMM, "
+        "implicit GEMM or Winograd; a tile storage-budget planner; NCHW versus NHWC."
     )
     sub = parser.add_subparsers(dest="conv_command", metavar="ACTION", parser_class=type(parser))
 
@@ -99,6 +100,14 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     _add_layer_options(p)
     p.add_argument("--layout", choices=_LAYOUTS, default="nchw", help="X's (and Y's) layout")
     p.add_argument("--strategy", choices=_STRATEGIES, default="auto", help="default auto")
+    p.add_argument(
+        "--winograd-tile",
+        type=int,
+        choices=(2, 4),
+        default=2,
+        metavar="M",
+        help="winograd's F(M×M,3×3): 2 (default) or 4 (fewer multiplies, more rounding)",
+    )
     p.add_argument(
         "--timing",
         action="store_true",
@@ -201,6 +210,7 @@ def format_result(result: Any, error: float | None = None) -> str:
             if mem.column_bytes
             else ""
         )
+        + (f", Winograd transforms {mem.workspace_bytes} B" if mem.workspace_bytes else "")
         + f"; total {mem.total_bytes} B",
     ]
     if result.tiles is not None:
@@ -226,7 +236,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "groups": args.groups,
         "layout": args.layout,
     }
-    result = conv2d(x, w, b, strategy=args.strategy, repeats=3 if args.timing else 1, **layer)
+    result = conv2d(
+        x,
+        w,
+        b,
+        strategy=args.strategy,
+        repeats=3 if args.timing else 1,
+        winograd_tile=args.winograd_tile,
+        **layer,
+    )
     with atomic_output(target, overwrite=args.overwrite) as fh:
         np.save(fh, result.y)
     error = None

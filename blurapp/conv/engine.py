@@ -14,13 +14,14 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from blurapp.conv.spec import ConvSpec, check_array
 from blurapp.conv.tile_budget import TileBudget, plan_tile
+from blurapp.conv.winograd import WINOGRAD_TILES, transform_code, winograd_matrices
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.lru import LruCache
@@ -32,9 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONV_STRATEGIES",
+    "DEFAULT_OPTIONS",
     "GPU_STRATEGIES",
     "STRATEGIES",
     "ConvMemory",
+    "ConvOptions",
     "ConvResult",
     "ConvRunner",
     "GemmTiles",
@@ -44,7 +47,7 @@ __all__ = [
     "why_not",
 ]
 
-STRATEGIES: tuple[str, ...] = ("auto", "direct", "im2col", "implicit-gemm")
+STRATEGIES: tuple[str, ...] = ("auto", "direct", "im2col", "implicit-gemm", "winograd")
 GPU_STRATEGIES: tuple[str, ...] = STRATEGIES[1:]
 F32 = 4
 _FLAT_WG = 64  # invocations per workgroup of the one-invocation-per-element passes
@@ -101,14 +104,37 @@ class GemmTiles:
 
 
 @dataclass(frozen=True)
+class ConvOptions:
+    """How a strategy runs a layer, beyond the layer itself.
+
+    Attributes:
+        winograd_tile: m of Winograd's F(m×m, 3×3): 2 or 4.
+    """
+
+    winograd_tile: int = 2
+
+    def __post_init__(self) -> None:
+        if self.winograd_tile not in WINOGRAD_TILES:
+            raise UsageError(
+                f"winograd tile must be one of {', '.join(map(str, WINOGRAD_TILES))}, "
+                f"got {self.winograd_tile!r}"
+            )
+
+
+DEFAULT_OPTIONS = ConvOptions()
+
+
+@dataclass(frozen=True)
 class ConvMemory:
-    """GPU buffer bytes a run allocated; ``column_bytes`` is im2col's matrix (0 otherwise)."""
+    """GPU buffer bytes a run allocated; ``column_bytes`` is im2col's matrix (0 otherwise),
+    ``workspace_bytes`` Winograd's transformed weights, inputs and products (0 otherwise)."""
 
     input_bytes: int
     weight_bytes: int
     bias_bytes: int
     output_bytes: int
     column_bytes: int = 0
+    workspace_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -118,6 +144,7 @@ class ConvMemory:
             + self.bias_bytes
             + self.output_bytes
             + self.column_bytes
+            + self.workspace_bytes
         )
 
     @property
@@ -132,6 +159,7 @@ class ConvMemory:
             "bias_bytes": self.bias_bytes,
             "output_bytes": self.output_bytes,
             "column_bytes": self.column_bytes,
+            "workspace_bytes": self.workspace_bytes,
             "total_bytes": self.total_bytes,
             "column_blowup": self.blowup,
         }
@@ -179,6 +207,7 @@ class _Buffers:
     bias: Any
     y: Any
     col: Any = None
+    work: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -211,13 +240,21 @@ class ConvStrategy(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
 
-    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+    def why_not(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> str | None:
         """Why this strategy cannot run ``spec`` on a device with ``limits``, or ``None``."""
         return None
 
-    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles | None:
+    def tiles(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> GemmTiles | None:
         """The GEMM tiles it would use (``None`` for strategies without tiles)."""
         return None
+
+    def workspace(self, spec: ConvSpec, opts: ConvOptions = DEFAULT_OPTIONS) -> dict[str, int]:
+        """Scratch buffers the passes need besides the input, weights, bias and output: bytes."""
+        return {}
 
     def weights_for(self, spec: ConvSpec, w: np.ndarray) -> np.ndarray:
         """The weights as the shader reads them (default: the (Cout, Cin/g, kh, kw) array)."""
@@ -228,7 +265,12 @@ class ConvStrategy(ABC):
 
     @abstractmethod
     def passes(
-        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+        self,
+        runner: ConvRunner,
+        spec: ConvSpec,
+        bufs: _Buffers,
+        tiles: GemmTiles | None,
+        opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
         """The compute passes, in order."""
 
@@ -240,7 +282,12 @@ class DirectConv(ConvStrategy):
     summary = "one invocation per output, every tap read from global memory"
 
     def passes(
-        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+        self,
+        runner: ConvRunner,
+        spec: ConvSpec,
+        bufs: _Buffers,
+        tiles: GemmTiles | None,
+        opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
         total = spec.n * spec.cout * spec.oh * spec.ow
         groups, pitch = _flat_dispatch(total)
@@ -325,7 +372,9 @@ class Im2colConv(ConvStrategy):
     name = "im2col"
     summary = "column matrix in a GPU buffer, then a workgroup- and register-tiled GEMM"
 
-    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+    def why_not(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> str | None:
         dense = _dense_only(self.name, spec)
         if dense:
             return dense
@@ -346,7 +395,9 @@ class Im2colConv(ConvStrategy):
     def column_bytes(self, spec: ConvSpec) -> int:
         return 0 if self.no_copy(spec) else spec.gemm_k * spec.output_pixels * F32
 
-    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles:
+    def tiles(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> GemmTiles:
         # The GEMM is a 1×1 convolution over the column matrix: K "channels", BN pixels.
         return _choose_tiles(
             "im2col", spec, limits, ((1, 64), (1, 32), (1, 16)), (32, 16, 8, 4), (1, 1), 1, 1,
@@ -358,7 +409,12 @@ class Im2colConv(ConvStrategy):
         return np.ascontiguousarray(w.transpose(0, 2, 3, 1)) if spec.layout == "nhwc" else w
 
     def passes(
-        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+        self,
+        runner: ConvRunner,
+        spec: ConvSpec,
+        bufs: _Buffers,
+        tiles: GemmTiles | None,
+        opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
         assert tiles is not None
         out: list[_Pass] = []
@@ -395,7 +451,7 @@ class Im2colConv(ConvStrategy):
             "conv_gemm", bm=bm, bn=bn, bk=bk, rm=rm, rn=rn, b_layout=b_layout,
             out_layout=spec.layout,
         )  # fmt: skip
-        uniform = np.array([spec.cout, pixels, k, spec.oh * spec.ow], dtype=np.uint32)
+        uniform = np.array([spec.cout, pixels, k, spec.oh * spec.ow, 0, 0, 0, 0], dtype=np.uint32)
         traffic = (gx * gy * (bm + bn) * k + spec.cout * pixels) * F32
         out.append(
             _Pass(
@@ -411,10 +467,14 @@ class ImplicitGemmConv(ConvStrategy):
     name = "implicit-gemm"
     summary = "GEMM over halo tiles read straight from the activations, no column matrix"
 
-    def why_not(self, spec: ConvSpec, limits: DeviceLimits) -> str | None:
+    def why_not(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> str | None:
         return _dense_only(self.name, spec)
 
-    def tiles(self, spec: ConvSpec, limits: DeviceLimits) -> GemmTiles:
+    def tiles(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> GemmTiles:
         small = spec.oh * spec.ow < 64 or spec.ow < 8
         pixel_tiles = ((4, 4),) if small else ((8, 8), (4, 8), (4, 4))
         return _choose_tiles(
@@ -423,7 +483,12 @@ class ImplicitGemmConv(ConvStrategy):
         )  # fmt: skip
 
     def passes(
-        self, runner: ConvRunner, spec: ConvSpec, bufs: _Buffers, tiles: GemmTiles | None
+        self,
+        runner: ConvRunner,
+        spec: ConvSpec,
+        bufs: _Buffers,
+        tiles: GemmTiles | None,
+        opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
         assert tiles is not None
         th, tw = tiles.tile
@@ -464,19 +529,155 @@ class ImplicitGemmConv(ConvStrategy):
         ]
 
 
+def _capable(spec: ConvSpec, limits: DeviceLimits, exclude: str) -> str:
+    """``use --strategy A, B or C``: the other strategies that can run ``spec``, the registry's
+    later (more specialised, usually faster) ones first."""
+    names = [
+        n
+        for n in reversed(GPU_STRATEGIES)
+        if n != exclude and CONV_STRATEGIES[n].why_not(spec, limits) is None
+    ]
+    if not names:
+        return "no strategy can"
+    text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" or {names[-1]}"
+    return f"use --strategy {text}"
+
+
+class WinogradConv(ConvStrategy):
+    """F(m×m, 3×3): filter, input and output transforms on the GPU around α² batched GEMMs."""
+
+    name = "winograd"
+    summary = "Winograd F(2×2,3×3): transformed tiles, 16 batched GEMMs, 2.25× fewer multiplies"
+
+    def why_not(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> str | None:
+        if (spec.kh, spec.kw, spec.stride, spec.dilation) == (3, 3, 1, 1):
+            return None
+        return (
+            f"winograd runs 3×3 kernels with stride 1 and dilation 1 only; this layer is "
+            f"{spec.kw}×{spec.kh} stride {spec.stride} dilation {spec.dilation}: "
+            + _capable(spec, limits, self.name)
+        )
+
+    @staticmethod
+    def geometry(spec: ConvSpec, m: int) -> tuple[int, int, int, int]:
+        """``(α, tiles_x, tiles_y, P)``: the transformed tile side and the tiles of the output."""
+        tiles_x, tiles_y = math.ceil(spec.ow / m), math.ceil(spec.oh / m)
+        return m + 2, tiles_x, tiles_y, spec.n * tiles_x * tiles_y
+
+    def tiles(
+        self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+    ) -> GemmTiles:
+        # Each GEMM is one group's Mg×Cg transformed weights times its Cg×P transformed tiles.
+        per_group = replace(spec, cin=spec.cin_per_group, cout=spec.cout // spec.groups, groups=1)
+        return _choose_tiles(
+            "winograd", per_group, limits, ((1, 64), (1, 32), (1, 16)), (32, 16, 8, 4, 2, 1),
+            (1, 1), 1, 1, spec.cin_per_group,
+        )  # fmt: skip
+
+    def workspace(self, spec: ConvSpec, opts: ConvOptions = DEFAULT_OPTIONS) -> dict[str, int]:
+        alpha, _, _, pixels = self.geometry(spec, opts.winograd_tile)
+        a2 = alpha * alpha
+        return {
+            "u": a2 * spec.cout * spec.cin_per_group * F32,
+            "v": a2 * spec.cin * pixels * F32,
+            "m": a2 * spec.cout * pixels * F32,
+        }
+
+    def passes(
+        self,
+        runner: ConvRunner,
+        spec: ConvSpec,
+        bufs: _Buffers,
+        tiles: GemmTiles | None,
+        opts: ConvOptions = DEFAULT_OPTIONS,
+    ) -> list[_Pass]:
+        assert tiles is not None
+        m = opts.winograd_tile
+        alpha, tiles_x, tiles_y, pixels = self.geometry(spec, m)
+        a2 = alpha * alpha
+        bt, g, at = winograd_matrices(m)
+        cg, mg = spec.cin_per_group, spec.cout // spec.groups
+        u, v, mm = bufs.work["u"], bufs.work["v"], bufs.work["m"]
+        out: list[_Pass] = []
+
+        total = spec.cout * cg
+        groups, pitch = _flat_dispatch(total)
+        pipe = runner.pipeline(
+            "conv_winograd_filter", alpha=alpha, wg=_FLAT_WG,
+            code=tuple(transform_code(g, "g", "u", "s")),
+        )  # fmt: skip
+        uniform = np.array([spec.cout, cg, total, pitch], dtype=np.uint32)
+        out.append(
+            _Pass("filter-transform", pipe, [bufs.w, u], uniform, groups, total * (9 + a2) * F32)
+        )
+
+        total = spec.cin * pixels
+        groups, pitch = _flat_dispatch(total)
+        pipe = runner.pipeline(
+            "conv_winograd_input", alpha=alpha, m=m, layout=spec.layout, wg=_FLAT_WG,
+            code=tuple(transform_code(bt, "d", "v", "e")),
+        )  # fmt: skip
+        uniform = np.array(
+            [
+                spec.n, spec.cin, spec.h, spec.w,
+                tiles_x, tiles_y, spec.padding, total,
+                pitch, tiles_x * tiles_y * spec.n, 0, 0,
+            ],
+            dtype=np.uint32,
+        )  # fmt: skip
+        out.append(
+            _Pass("input-transform", pipe, [bufs.x, v], uniform, groups, 2 * total * a2 * F32)
+        )
+
+        bm, bk, bn = tiles.cout_block, tiles.cin_block, tiles.tile[1]
+        rm, rn = tiles.register_tile
+        gx, gy, gz = math.ceil(pixels / bn), math.ceil(mg / bm), a2 * spec.groups
+        if gx > _MAX_GROUPS or gz > _MAX_GROUPS:
+            raise StrategyError(f"winograd: {pixels} tiles need more workgroups than one dispatch")
+        pipe = runner.pipeline(
+            "conv_gemm", bm=bm, bn=bn, bk=bk, rm=rm, rn=rn, b_layout="kp", out_layout="raw",
+        )  # fmt: skip
+        uniform = np.array(
+            [mg, pixels, cg, 0, mg * cg, cg * pixels, mg * pixels, 0], dtype=np.uint32
+        )
+        traffic = gz * (gx * gy * (bm + bn) * cg + mg * pixels) * F32
+        out.append(_Pass("gemm", pipe, [v, u, None, mm], uniform, (gx, gy, gz), traffic))
+
+        total = spec.cout * pixels
+        groups, pitch = _flat_dispatch(total)
+        pipe = runner.pipeline(
+            "conv_winograd_output", alpha=alpha, m=m, layout=spec.layout, wg=_FLAT_WG,
+            code=tuple(transform_code(at, "m", "y", "t")),
+        )  # fmt: skip
+        uniform = np.array(
+            [spec.cout, spec.oh, spec.ow, tiles_x, tiles_y, tiles_x * tiles_y * spec.n, total,
+             pitch],
+            dtype=np.uint32,
+        )  # fmt: skip
+        traffic = (total * a2 + spec.n * spec.cout * spec.oh * spec.ow) * F32
+        out.append(
+            _Pass("output-transform", pipe, [mm, bufs.bias, bufs.y], uniform, groups, traffic)
+        )
+        return out
+
+
 CONV_STRATEGIES: dict[str, ConvStrategy] = {
-    s.name: s for s in (DirectConv(), Im2colConv(), ImplicitGemmConv())
+    s.name: s for s in (DirectConv(), Im2colConv(), ImplicitGemmConv(), WinogradConv())
 }
 
 
-def why_not(strategy: str, spec: ConvSpec, limits: DeviceLimits) -> str | None:
-    """Why ``strategy`` cannot run ``spec`` on this device, or ``None`` when it can."""
+def why_not(
+    strategy: str, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+) -> str | None:
+    """Why ``strategy`` cannot run ``spec`` (with ``opts``) on this device, or ``None``."""
     if strategy not in CONV_STRATEGIES:
         raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    reason = CONV_STRATEGIES[strategy].why_not(spec, limits)
+    reason = CONV_STRATEGIES[strategy].why_not(spec, limits, opts)
     if reason is None and strategy != "direct":
         try:
-            CONV_STRATEGIES[strategy].tiles(spec, limits)
+            CONV_STRATEGIES[strategy].tiles(spec, limits, opts)
         except StrategyError as err:
             return str(err)
     return reason
@@ -580,6 +781,7 @@ class ConvRunner:
         strategy: str = "auto",
         *,
         repeats: int = 1,
+        opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> ConvResult:
         """Run one layer; see :func:`conv2d`. ``repeats`` > 1 keeps the fastest timed run."""
         if strategy not in STRATEGIES:
@@ -591,11 +793,12 @@ class ConvRunner:
             name, reason = choose_strategy(spec, limits)
         else:
             name, reason = strategy, f"as requested: {CONV_STRATEGIES[strategy].summary}"
-            problem = CONV_STRATEGIES[name].why_not(spec, limits)
+            problem = CONV_STRATEGIES[name].why_not(spec, limits, opts)
             if problem:
                 raise StrategyError(problem)
         strat = CONV_STRATEGIES[name]
-        tiles = strat.tiles(spec, limits)
+        tiles = strat.tiles(spec, limits, opts)
+        workspace = strat.workspace(spec, opts)
         w_gpu = np.ascontiguousarray(strat.weights_for(spec, weights), dtype=np.float32)
         b_gpu = np.zeros(spec.cout, np.float32) if bias is None else np.asarray(bias, np.float32)
         y_bytes = spec.n * spec.cout * spec.oh * spec.ow * F32
@@ -605,8 +808,11 @@ class ConvRunner:
             bias_bytes=b_gpu.nbytes,
             output_bytes=y_bytes,
             column_bytes=strat.column_bytes(spec),
+            workspace_bytes=sum(workspace.values()),
         )
-        for what, size in (("input", x.nbytes), ("output", y_bytes), ("weights", w_gpu.nbytes)):
+        sizes = [("input", x.nbytes), ("output", y_bytes), ("weights", w_gpu.nbytes)]
+        sizes += [(f"{name} workspace", size) for name, size in workspace.items()]
+        for what, size in sizes:
             if size > limits.max_storage_binding:
                 raise UsageError(
                     f"the {what} needs {size} bytes, more than the {limits.max_storage_binding} "
@@ -627,15 +833,21 @@ class ConvRunner:
                     if memory.column_bytes
                     else None
                 ),
+                work={
+                    name: device.create_buffer(size=size, usage=storage)
+                    for name, size in workspace.items()
+                },
             )
-            passes = strat.passes(self, spec, bufs, tiles)
+            passes = strat.passes(self, spec, bufs, tiles, opts)
             groups = []
             for p in passes:
                 ubuf = device.create_buffer_with_data(
                     data=p.uniform, usage=wgpu.BufferUsage.UNIFORM
                 )
                 entries = [{"binding": 0, "resource": {"buffer": ubuf}}] + [
-                    {"binding": i + 1, "resource": {"buffer": b}} for i, b in enumerate(p.bindings)
+                    {"binding": i + 1, "resource": {"buffer": b}}
+                    for i, b in enumerate(p.bindings)
+                    if b is not None  # a binding the shader variant does not use
                 ]
                 groups.append(
                     device.create_bind_group(
@@ -673,7 +885,7 @@ class ConvRunner:
         self, device: Any, passes: list[_Pass], groups: list[Any]
     ) -> tuple[list[float], str]:
         if self._timer is None:
-            self._timer = PassTimer(device, 4, use_timestamps=self.context.has_timestamps)
+            self._timer = PassTimer(device, 8, use_timestamps=self.context.has_timestamps)
         timer = self._timer
         encoder = device.create_command_encoder()
         for i, (p, bind_group) in enumerate(zip(passes, groups, strict=True)):
@@ -714,6 +926,7 @@ def conv2d(
     strategy: str = "auto",
     repeats: int = 1,
     runner: ConvRunner | None = None,
+    winograd_tile: int = 2,
 ) -> ConvResult:
     """Run a Conv2D layer on the GPU (float32, zero padding, cross-correlation like PyTorch).
 
@@ -723,9 +936,11 @@ def conv2d(
         bias: ``(Cout,)`` or ``None``.
         stride, dilation, padding, groups: the layer's hyper-parameters.
         layout: ``"nchw"`` or ``"nhwc"``; the output comes back in the same layout.
-        strategy: ``"direct"``, ``"im2col"``, ``"implicit-gemm"`` or ``"auto"``.
+        strategy: ``"direct"``, ``"im2col"``, ``"implicit-gemm"``, ``"winograd"`` or ``"auto"``.
         repeats: timed runs; the fastest is reported (one warm-up run first when > 1).
         runner: the :class:`ConvRunner` to use (default: the process's one).
+        winograd_tile: m of ``winograd``'s F(m×m, 3×3): 2 (default) or 4 (fewer multiplies,
+            larger rounding error).
 
     Returns:
         A :class:`ConvResult` with the output, the strategy and why, GPU times and memory.
@@ -749,4 +964,5 @@ def conv2d(
     )
     if strategy not in STRATEGIES:
         raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    return (runner or get_runner()).run(xs, ws, bs, spec, strategy, repeats=repeats)
+    opts = ConvOptions(winograd_tile=winograd_tile)
+    return (runner or get_runner()).run(xs, ws, bs, spec, strategy, repeats=repeats, opts=opts)

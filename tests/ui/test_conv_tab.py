@@ -9,6 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np
 import pytest
 
+from blurapp.conv.engine import GPU_STRATEGIES as CONV_GPU_STRATEGIES
 from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.worker import JobRunner
 
@@ -60,9 +61,10 @@ def test_run_all_strategies_both_layouts(qtbot, tab, gpu):
         tab.run_button.click()
     rows = tab.last_result["rows"]
     assert {(r["strategy"], r["layout"]) for r in rows} == {
-        (s, lay) for s in ("direct", "im2col", "implicit-gemm") for lay in ("nchw", "nhwc")
+        (s, lay) for s in CONV_GPU_STRATEGIES for lay in ("nchw", "nhwc")
     }
-    assert tab.results.rowCount() == 6
+    assert "winograd" in CONV_GPU_STRATEGIES
+    assert tab.results.rowCount() == 2 * len(CONV_GPU_STRATEGIES)
     for i, r in enumerate(rows):
         assert r["max_error"] < 1e-4
         assert float(cell(tab.results, i, 6)) < 1e-4  # the table shows the same error
