@@ -43,6 +43,9 @@ BORDER_ALIASES: dict[str, BorderMode] = {
     "tile": BorderMode.WRAP,
 }
 
+#: The largest |V| of constant=V: the GPU reads the border value as a float32.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 _VALID_TEXT = ", ".join([*BORDER_MODES, "constant=V"]) + (
     " (aliases: nearest, edge, replicate, constant, symmetric, reflect101, periodic, tile)"
 )
@@ -67,6 +70,10 @@ class Border:
             raise BorderError(f"border value must be a number, got {self.value!r}") from None
         if not math.isfinite(value):
             raise BorderError(f"border value must be finite, got {self.value!r}")
+        if abs(value) > FLOAT32_MAX:  # the GPU reads it as a float32
+            raise BorderError(
+                f"border value {value!r} is beyond float32's range (|V| <= {FLOAT32_MAX:.4g})"
+            )
         if value != 0.0 and self.mode is not BorderMode.CONSTANT:
             raise BorderError(
                 f"border value {value!r} only applies to constant=V, not {self.mode.name.lower()}"

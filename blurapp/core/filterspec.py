@@ -96,7 +96,7 @@ class FilterSpec:
                 sides = ", ".join(map(str, sorted(TILE_SIDES)))
                 raise StrategyError(f"tile size {tile} is not one of {sides}")
         tile = int(tile) if tile is not None and info.takes_tile else None
-        problem = info.why_not(k.flipped() if convolve else k)
+        problem = info.why_not(k.for_convolution() if convolve else k)
         if problem:
             raise StrategyError(problem)
         if range_mode not in RANGE_MODES:
@@ -127,8 +127,9 @@ class FilterSpec:
 
     @property
     def effective_kernel(self) -> Kernel:
-        """The kernel applied as correlation: flipped when ``convolve`` is set."""
-        return self.kernel.flipped() if self.convolve else self.kernel
+        """The kernel applied as correlation: :meth:`Kernel.for_convolution` when ``convolve``
+        is set (``scipy.ndimage.convolve``, even sizes included)."""
+        return self.kernel.for_convolution() if self.convolve else self.kernel
 
     @property
     def runs_on_gpu(self) -> bool:

@@ -1,7 +1,8 @@
 """The immutable Kernel type: float64 correlation weights, the spec string that rebuilds them, JSON.
 
 A kernel is applied as **correlation** (``scipy.ndimage.correlate``, OpenCV ``filter2D``) with
-its anchor at ``(rows // 2, cols // 2)``; ``--convolve`` uses :meth:`Kernel.flipped`. Sizes are
+its anchor at ``(rows // 2, cols // 2)``; ``--convolve`` uses :meth:`Kernel.for_convolution`
+(``scipy.ndimage.convolve``, even sizes included). Sizes are
 written W×H (columns × rows): ``box:7x3`` is 7 wide and 3 tall, i.e. ``weights.shape == (3, 7)``.
 
 Spec grammar (DESIGN.md), names and parameter names case-insensitive, whitespace around tokens
@@ -64,6 +65,9 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "KNOWN_FAMILIES", "MAX_KERNEL_SIDE", "Ker
 #: ``format`` field of a saved kernel file, and the version this code writes and reads.
 FORMAT = "blurapp-kernel"
 FORMAT_VERSION = 1
+
+#: The largest magnitude a weight may have: float32's, the GPU's number type.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 #: Family names the spec grammar knows (for GUI lists and error messages).
 KNOWN_FAMILIES: tuple[str, ...] = tuple(sorted(FAMILIES))
@@ -178,6 +182,23 @@ class Kernel:
         """
         w = _checked_weights(weights)
         return cls(w, name, matrix_spec(w))
+
+    def for_convolution(self) -> Kernel:
+        """The correlation kernel that convolves with this one, as ``scipy.ndimage.convolve``
+        does (``--convolve``).
+
+        The weights are rotated by 180°; on an even side the rotation moves the anchor by one
+        tap, so one zero row (or column) goes before the rotated weights to put it back on the
+        input pixel that ``scipy.ndimage.convolve`` (and a true convolution) centre on. Zero
+        taps are skipped, so the extra row costs nothing and spreads no NaN. An odd-sized
+        kernel gives :meth:`flipped`.
+        """
+        flipped = self.flipped()
+        rows, cols = self.shape
+        if rows % 2 and cols % 2:
+            return flipped
+        pad = ((1 - rows % 2, 0), (1 - cols % 2, 0))
+        return Kernel.from_weights(np.pad(flipped.weights, pad), name=self.name)
 
     def flipped(self) -> Kernel:
         """The kernel rotated by 180° (``weights[::-1, ::-1]``), for convolution.
@@ -329,6 +350,15 @@ def _checked_weights(weights: Any) -> np.ndarray:
         r, c = (int(i) for i in np.argwhere(bad)[0])
         raise KernelSpecError(
             f"kernel weight {float(w[r, c])!r} at row {r}, column {c} is not finite"
+        )
+    # The GPU holds weights as float32: one beyond its range would become inf there while the
+    # reference stays finite (DESIGN.md "Numbers": refused, not computed differently).
+    big = np.abs(w) > FLOAT32_MAX
+    if big.any():
+        r, c = (int(i) for i in np.argwhere(big)[0])
+        raise KernelSpecError(
+            f"kernel weight {float(w[r, c])!r} at row {r}, column {c} is beyond float32's "
+            f"range (|w| <= {FLOAT32_MAX:.4g})"
         )
     w.setflags(write=False)
     return w

@@ -100,7 +100,7 @@ def test_anchor_follows_correlation_semantics_of_scipy() -> None:
     [
         [[1.0]],
         [[0.1, 0.2, 0.30000000000000004]],
-        [[-0.0, 0.0], [5e-324, -1.7976931348623157e308]],
+        [[-0.0, 0.0], [5e-324, -3.4028234663852886e38]],  # float32's max: the largest allowed
         np.random.default_rng(1).standard_normal((5, 4)),
         np.random.default_rng(2).standard_normal((1, 7)) * 1e-200,
     ],

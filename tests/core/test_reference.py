@@ -37,16 +37,14 @@ def scipy_correlate(x: np.ndarray, w: np.ndarray, border: str, *, convolve=False
     """scipy.ndimage over each channel of an H×W×C float image, anchored like blurapp.
 
     scipy's origin 0 already puts the centre of an even axis at size // 2 for correlate (see
-    test_scipy_origin_conventions), so correlation needs no origin. scipy's convolve flips the
-    weights and, for even sizes, moves the centre by one; origin -1 on even axes undoes that, so
-    it equals correlating with the flipped kernel anchored at size // 2, which is --convolve.
+    test_scipy_origin_conventions), so correlation needs no origin. --convolve is
+    scipy.ndimage.convolve itself, even sizes included (Kernel.for_convolution).
     """
     mode, cval = scipy_mode(border)
     out = np.empty(x.shape)
     for c in range(x.shape[2]):
         if convolve:
-            origin = [-1 if size % 2 == 0 else 0 for size in w.shape]
-            out[..., c] = ndi.convolve(x[..., c], w, mode=mode, cval=cval, origin=origin)
+            out[..., c] = ndi.convolve(x[..., c], w, mode=mode, cval=cval)
         else:
             out[..., c] = ndi.correlate(x[..., c], w, mode=mode, cval=cval, origin=0)
     return out
@@ -120,9 +118,7 @@ def test_convolve_flips_and_matches_scipy_convolve(border, kshape):
         out = correlate(image, kernel, border, convolve=True)
         assert out.shape == image.shape
         np.testing.assert_allclose(out.reshape(x.shape), expected, rtol=1e-12, atol=1e-12)
-        np.testing.assert_array_equal(
-            out, correlate(image, Kernel.from_weights(weights[::-1, ::-1]), border)
-        )
+        np.testing.assert_array_equal(out, correlate(image, kernel.for_convolution(), border))
 
 
 def _assert_integer_result(out: np.ndarray, expected_float: np.ndarray, dtype) -> None:

@@ -86,3 +86,18 @@ def test_kernels_without_zeros_keep_the_plain_multiply_adds() -> None:
         assert dict(sobel.template)["skip_zero"] is True
         assert "!= 0.0" not in load_shader(plain.shader, **dict(plain.template))
         assert "!= 0.0" in load_shader(sobel.shader, **dict(sobel.template))
+
+
+@pytest.mark.parametrize("strategy", ["direct", "tiled", "separable"])
+def test_convolve_with_an_even_kernel_is_scipy_convolve_on_the_gpu(gpu, strategy: str) -> None:
+    from scipy import ndimage
+
+    from blurapp.pipeline import filter_image
+
+    image = np.random.default_rng(5).random((10, 12)).astype(np.float32)
+    weights = np.outer([1.0, 3.0], [1.0, 2.0, 4.0, 8.0])  # rank 1, 4 wide, 2 tall
+    want = ndimage.convolve(image.astype(np.float64), weights, mode="mirror")
+    got = filter_image(
+        image, Kernel.from_weights(weights), border="mirror", strategy=strategy, convolve=True
+    ).image
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
