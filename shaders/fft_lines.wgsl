@@ -1,6 +1,8 @@
 // One axis of the fft strategy's 2-D transforms: LANES lines of N complex values per
-// workgroup, held in workgroup memory, transformed by Stockham autosort stages (radix 4, and
-// one radix 2 when log2 N is odd), outputs in natural order. Rows are contiguous lines; columns
+// workgroup, held in workgroup memory, transformed by Stockham autosort stages (radix 16 while
+// it divides what is left, then one of 2, 4 or 8: N = 256 is two stages), outputs in natural
+// order. Each invocation holds a butterfly's 16 values in registers: half the workgroup-memory
+// round trips and barriers of radix 4, which is what lavapipe pays for most. Rows are contiguous lines; columns
 // are lines strided by NC, and LANES neighbouring columns per workgroup keep each row's loads
 // of them contiguous.
 //
@@ -54,12 +56,55 @@ fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
 }
 {% endif %}
 
+{# The r-point DFT of values named ip~(io + i·istep) into new values named op~(oo + i·ostep),
+   sign "" forward, "-" inverse. 2 and 4 points directly; 8 and 16 as B = 2 or 4 transforms of
+   A = r / B points (stride B), twiddled by constant roots of unity (w16[e] = exp(-2πi e/16) as
+   WGSL literals), then A transforms of B points. #}
+{% macro dft(ip, io, istep, op, oo, ostep, r, sign) %}
+{% set u = op ~ oo %}
+{% if r == 2 %}
+            let {$ op ~ oo $} = {$ ip ~ io $} + {$ ip ~ (io + istep) $};
+            let {$ op ~ (oo + ostep) $} = {$ ip ~ io $} - {$ ip ~ (io + istep) $};
+{% elif r == 4 %}
+            let {$ u $}s0 = {$ ip ~ io $} + {$ ip ~ (io + 2 * istep) $};
+            let {$ u $}d0 = {$ ip ~ io $} - {$ ip ~ (io + 2 * istep) $};
+            let {$ u $}s1 = {$ ip ~ (io + istep) $} + {$ ip ~ (io + 3 * istep) $};
+            let {$ u $}u1 = {$ ip ~ (io + istep) $} - {$ ip ~ (io + 3 * istep) $};
+{% if sign == "" %}
+            let {$ u $}d1 = vec2<f32>({$ u $}u1.y, -{$ u $}u1.x);  // -i (a1 - a3)
+{% else %}
+            let {$ u $}d1 = vec2<f32>(-{$ u $}u1.y, {$ u $}u1.x);  // +i (a1 - a3)
+{% endif %}
+            let {$ op ~ oo $} = {$ u $}s0 + {$ u $}s1;
+            let {$ op ~ (oo + ostep) $} = {$ u $}d0 + {$ u $}d1;
+            let {$ op ~ (oo + 2 * ostep) $} = {$ u $}s0 - {$ u $}s1;
+            let {$ op ~ (oo + 3 * ostep) $} = {$ u $}d0 - {$ u $}d1;
+{% else %}
+{% set bn = 4 if r == 16 else 2 %}
+{% set an = r // bn %}
+{% for b in range(bn) %}
+{$ dft(ip, io + b * istep, bn * istep, u ~ "y" ~ b ~ "_", 0, 1, an, sign) $}
+{% endfor %}
+{% for c in range(an) %}
+{% for b in range(bn) %}
+{% set e = (b * c * 16 // r) % 16 %}
+{% if e == 0 %}
+            let {$ u $}z{$ c $}_{$ b $} = {$ u $}y{$ b $}_{$ c $};
+{% else %}
+            let {$ u $}z{$ c $}_{$ b $} = cmul({$ u $}y{$ b $}_{$ c $}, vec2<f32>({$ w16[e][0] $}, {$ w16[e][1] if sign == "" else w16[e][2] $}));
+{% endif %}
+{% endfor %}
+{$ dft(u ~ "z" ~ c ~ "_", 0, 1, op, oo + c * ostep, an * ostep, bn, sign) $}
+{% endfor %}
+{% endif %}
+{% endmacro %}
+
 {% macro stages(sign) %}
 {% for radix, ns, per in stage_list %}
     {
         // radix {$ radix $}, sub-transforms of {$ ns $} so far
 {% for t in range(per) %}
-        let b{$ t $} = i32(tid) + {$ t $} * {$ wg $};
+        let b{$ t $} = i32(tid) + {$ t * wg $};
         let o{$ t $} = (b{$ t $} / {$ n // radix $}) * N;
         let j{$ t $} = b{$ t $} % {$ n // radix $};
 {% for q in range(radix) %}
@@ -76,25 +121,11 @@ fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
             v{$ t $}_{$ q $} = cmul(v{$ t $}_{$ q $}, vec2<f32>(w{$ q $}.x, {$ sign $}w{$ q $}.y));
 {% endfor %}
 {% endif %}
+{$ dft("v" ~ t ~ "_", 0, 1, "x", 0, 1, radix, sign) $}
             let d = o{$ t $} + (j{$ t $} / {$ ns $}) * {$ ns * radix $} + k;
-{% if radix == 2 %}
-            line[d] = v{$ t $}_0 + v{$ t $}_1;
-            line[d + {$ ns $}] = v{$ t $}_0 - v{$ t $}_1;
-{% else %}
-            let t0 = v{$ t $}_0 + v{$ t $}_2;
-            let t1 = v{$ t $}_0 - v{$ t $}_2;
-            let t2 = v{$ t $}_1 + v{$ t $}_3;
-            let u = v{$ t $}_1 - v{$ t $}_3;
-{% if sign == "" %}
-            let t3 = vec2<f32>(u.y, -u.x);  // -i (a1 - a3)
-{% else %}
-            let t3 = vec2<f32>(-u.y, u.x);  // +i (a1 - a3)
-{% endif %}
-            line[d] = t0 + t2;
-            line[d + {$ ns $}] = t1 + t3;
-            line[d + {$ 2 * ns $}] = t0 - t2;
-            line[d + {$ 3 * ns $}] = t1 - t3;
-{% endif %}
+{% for q in range(radix) %}
+            line[d + {$ q * ns $}] = x{$ q $};
+{% endfor %}
         }
 {% endfor %}
         workgroupBarrier();

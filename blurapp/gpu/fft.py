@@ -25,9 +25,10 @@ Four passes per batch of blocks (:func:`passes`; a batch is as many blocks as on
     writes each block's valid TR × TC outputs, all channels of a pixel at once, into the output
     texture (rgba32float or rgba8unorm, as the other strategies' last pass).
 
-Every line is transformed in workgroup memory (Stockham autosort, radix 4 with one radix-2
-stage when log2 N is odd). WebGPU guarantees 16 KiB of workgroup memory, a 2048-point line of
-complex f32, so no global-memory pass is needed within the 2048 cap.
+Every line is transformed in workgroup memory (Stockham autosort, radix 16 with one smaller
+stage where log2 N is not a multiple of 4; twiddles from a float64 table). WebGPU guarantees
+16 KiB of workgroup memory, a 2048-point line of complex f32, so no global-memory pass is
+needed within the 2048 cap.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ _CROP_WORKGROUP = (8, 8)
 # 64 to 256 invocations, one line of a long one.
 _LINE_ELEMENTS = 1024
 _MAX_WORKGROUP = 256
+_MAX_RADIX = 16  # largest Stockham radix: 2, 4, 8 or 16 (one butterfly's values in registers)
 PARAMS_BYTES = 48
 FINITE_ERROR = "fft cannot filter an image with NaN or Inf values: use direct, tiled or cpu"
 
@@ -80,9 +82,27 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _radices(n: int) -> tuple[int, ...]:
-    fours, rest = divmod(int(math.log2(n)), 2)
-    return (4,) * fours + (2,) * rest
+def _radices(n: int, largest: int) -> tuple[int, ...]:
+    """Stockham stages for a line of n: radix ``largest`` while it divides, then one smaller."""
+    out = []
+    while n > 1:
+        r = min(largest, n)
+        out.append(r)
+        n //= r
+    return tuple(out)
+
+
+def _literal(v: float) -> str:
+    text = repr(float(np.float32(v)))
+    return text if "." in text or "e" in text else text + ".0"
+
+
+# exp(-2πi e/16), e < 16, as WGSL literals: (re, im, -im), the radix-8 and -16 butterflies' roots.
+_W16 = tuple(
+    (_literal(math.cos(2 * math.pi * e / 16)), _literal(-math.sin(2 * math.pi * e / 16)),
+     _literal(math.sin(2 * math.pi * e / 16)))
+    for e in range(16)
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -231,7 +251,7 @@ def _lines_template(
     lines = nr if axis == "rows" else nc  # lines of this axis in one block
     fit = max(1, min(_LINE_ELEMENTS, limits.workgroup_storage // 8) // n)
     lanes = min(lines, fit)
-    radices = _radices(n)
+    radices = _radices(n, _MAX_RADIX)
     wg = min(lanes * n // max(radices), _MAX_WORKGROUP, limits.max_invocations)
     stage_list = []
     ns = 1
@@ -251,6 +271,7 @@ def _lines_template(
         ("forward", forward),
         ("multiply", multiply),
         ("inverse", inverse),
+        ("w16", _W16),
     )
 
 

@@ -188,6 +188,14 @@ def test_batches_of_blocks(gpu, monkeypatch, channels) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("radix", [2, 4, 8, 16])
+def test_every_radix(gpu, monkeypatch, radix) -> None:
+    """The butterflies of every radix (the largest one used, and the smaller last stages)."""
+    monkeypatch.setattr(fft, "_MAX_RADIX", radix)
+    check(image((45, 70, 3), "radix"), kernel("random:9x7"), "reflect")
+
+
+@pytest.mark.gpu
 def test_largest_kernel(gpu) -> None:
     x = image((40, 600, 1), "largest")
     k = kernel("box:513x3")
