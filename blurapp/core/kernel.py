@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,11 +61,21 @@ from blurapp.core.errors import KernelSpecError
 from blurapp.core.kernel_families import FAMILIES, MAX_KERNEL_SIDE, matrix_spec
 from blurapp.core.separability import Separability, analyze
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "KNOWN_FAMILIES", "MAX_KERNEL_SIDE", "Kernel"]
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "KNOWN_FAMILIES",
+    "MAX_KERNEL_FILE_BYTES",
+    "MAX_KERNEL_SIDE",
+    "Kernel",
+]
 
 #: ``format`` field of a saved kernel file, and the version this code writes and reads.
 FORMAT = "blurapp-kernel"
 FORMAT_VERSION = 1
+
+#: The largest kernel file read (a 513×513 kernel of repr floats is under 8 MiB).
+MAX_KERNEL_FILE_BYTES = 16 * 2**20
 
 #: The largest magnitude a weight may have: float32's, the GPU's number type.
 FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -169,7 +180,18 @@ class Kernel:
                     "@file.json)"
                 )
             )
-        weights, canonical = builder(rest)
+        try:
+            # Overflow, 0/0 and division by zero are a spec out of range, not RuntimeWarnings
+            # printed before an error (or a traceback): gaussian:sigma=1e-200.
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                weights, canonical = builder(rest)
+        except (ArithmeticError, FloatingPointError) as err:
+            shown = text if len(text) <= 60 else text[:57] + "..."
+            raise KernelSpecError(
+                _one_line(
+                    f"{shown}: a parameter is too small or too large to compute the weights ({err})"
+                )
+            ) from None
         return cls(weights, key, canonical)
 
     @classmethod
@@ -233,7 +255,7 @@ class Kernel:
         """
         p = Path(path).expanduser()
         try:
-            text = p.read_text(encoding="utf-8")
+            text = _read_kernel_file(p)
         except FileNotFoundError:
             raise KernelSpecError(f"kernel file not found: {str(p)!r}") from None
         except UnicodeDecodeError:
@@ -247,6 +269,17 @@ class Kernel:
         except json.JSONDecodeError as e:
             raise KernelSpecError(
                 f"kernel file {str(p)!r} is not valid JSON (line {e.lineno}: {e.msg})"
+            ) from None
+        except (ValueError, RecursionError) as e:  # 4301-digit integers, deep nesting
+            problem = (
+                "nested too deeply"
+                if isinstance(e, RecursionError)
+                else "a number has too many digits"
+                if "digits" in str(e)
+                else _one_line(str(e))
+            )
+            raise KernelSpecError(
+                f"kernel file {str(p)!r} is not a blurapp kernel: {problem}"
             ) from None
         return cls.from_json(data, source=str(p))
 
@@ -320,6 +353,30 @@ class Kernel:
         return f"Kernel({spec!r}, {self.width}x{self.height})"
 
 
+def _read_kernel_file(path: Path) -> str:
+    """The text of a kernel file: a regular file of at most MAX_KERNEL_FILE_BYTES.
+
+    ``@/dev/zero``, ``@/dev/urandom`` or a FIFO would be read without end (or block forever):
+    only a regular file is opened, and no more than the limit is read even if it grows.
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise KernelSpecError(f"kernel file {str(path)!r} is {kind}")
+    # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open does not block.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise KernelSpecError(f"kernel file {str(path)!r} is not a regular file")
+        data = fh.read(MAX_KERNEL_FILE_BYTES + 1)
+    if len(data) > MAX_KERNEL_FILE_BYTES:
+        raise KernelSpecError(
+            f"kernel file {str(path)!r} is over {MAX_KERNEL_FILE_BYTES // 2**20} MiB "
+            f"(the largest kernel, {MAX_KERNEL_SIDE}x{MAX_KERNEL_SIDE}, needs under 8)"
+        )
+    return data.decode("utf-8")
+
+
 def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
@@ -331,7 +388,7 @@ def _checked_weights(weights: Any) -> np.ndarray:
         if a.dtype.kind == "c":
             raise KernelSpecError("kernel weights must be real numbers, got complex values")
         w = np.array(a, dtype=np.float64, order="C", copy=True)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         if isinstance(e, KernelSpecError):
             raise
         raise KernelSpecError(_one_line(f"kernel weights are not a numeric array: {e}")) from None
