@@ -65,9 +65,11 @@ MAX_BLOCK = 2048  # largest block side: 16 KiB of workgroup memory per complex f
 _MIN_BLOCK = 2
 # Bytes of complex data one batch of blocks holds (less where the device binds less).
 _BATCH_BYTES = 64 << 20
-# The cost model's work per block element besides the butterflies (gather, spectrum multiply,
-# crop), in radix-2 stages' worth; it decides between block sizes only.
-_ELEMENT_OVERHEAD = 4.0
+# Nanoseconds per block element and channel of the row passes (fft rows + ifft rows) and of
+# the column pass, by block side: benchmarks/fft_blocks.py on lavapipe, 2048² RGB (the column
+# pass's strided lines cost more past 256). Only their ratios matter: they pick the block.
+_ROW_NS = {64: 12.8, 128: 13.2, 256: 14.0, 512: 16.7, 1024: 16.7, 2048: 20.8}
+_COL_NS = {64: 7.4, 128: 7.6, 256: 8.4, 512: 13.6, 1024: 16.3, 2048: 27.6}
 _CROP_WORKGROUP = (8, 8)
 # Elements of one workgroup's lines: enough lines of a short block side to give a workgroup
 # 64 to 256 invocations, one line of a long one.
@@ -173,7 +175,7 @@ def plan_blocks(
 
     Each side is a power of two from the kernel's side (rounded up) to the one that covers the
     image in one block, at most :data:`MAX_BLOCK` (and what the device's workgroup memory holds);
-    the work is blocks × NR·NC × (log2 NR + log2 NC + overhead).
+    the work is blocks × NR·NC × (row cost of NC + column cost of NR), measured per element.
 
     Raises:
         StrategyError: a kernel side larger than the largest block.
@@ -190,7 +192,7 @@ def plan_blocks(
     for nr in _axis_choices(kh, height, largest):
         for nc in _axis_choices(kw, width, largest):
             blocks = math.ceil(height / (nr - kh + 1)) * math.ceil(width / (nc - kw + 1))
-            cost = blocks * nr * nc * (math.log2(nr) + math.log2(nc) + _ELEMENT_OVERHEAD)
+            cost = blocks * nr * nc * (_ROW_NS[max(64, nc)] + _COL_NS[max(64, nr)])
             if best is None or cost < best[0]:
                 best = (cost, nr, nc)
     assert best is not None
