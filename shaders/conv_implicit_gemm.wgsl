@@ -4,8 +4,12 @@
 // weights in workgroup memory, then computes each window's position inside the halo while it
 // multiplies. Partial sums stay in registers across channel blocks; the bias is added once.
 // Each invocation owns rm channels × 4 pixels of one tile row (register tiling; rm = 4 or 8).
-// Template: th, tw, tm, tc, rm, rn, kh, kw, stride, dilation, ih, iw, layout.
+// Template: th, tw, tm, tc, rm, rn, kh, kw, stride, dilation, ih, iw, layout, dtype ("f32" or
+// "f16": f16 storage in buffers and workgroup memory, f32 products and sums).
 // Edge tiles are masked: channels past Cin/Cout and pixels past OH/OW load 0 / are not written.
+{% if dtype == "f16" %}
+enable f16;
+{% endif %}
 
 struct Params {
     n: u32, cin: u32, h: u32, w: u32,
@@ -14,8 +18,8 @@ struct Params {
 };
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> wt: array<f32>;   // (cout, cin, kh, kw)
+@group(0) @binding(1) var<storage, read> x: array<{$ dtype $}>;
+@group(0) @binding(2) var<storage, read> wt: array<{$ dtype $}>;   // (cout, cin, kh, kw)
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
@@ -34,8 +38,8 @@ const IH = {$ ih $}u;
 const IW = {$ iw $}u;
 const THREADS = {$ (tm // rm) * (th * tw // rn) $}u;
 
-var<workgroup> in_tile: array<f32, {$ tc * ih * iw $}>;    // [c][iy][ix]
-var<workgroup> w_tile: array<vec4<f32>, {$ tc * kh * kw * tm // 4 $}>; // [c][ky][kx][m]
+var<workgroup> in_tile: array<{$ dtype $}, {$ tc * ih * iw $}>;    // [c][iy][ix]
+var<workgroup> w_tile: array<vec4<{$ dtype $}>, {$ tc * kh * kw * tm // 4 $}>; // [c][ky][kx][m]
 
 @compute @workgroup_size({$ th * tw // rn $}, {$ tm // rm $})
 fn main(
@@ -71,7 +75,7 @@ fn main(
 {% endif %}
             let iy = iy0 + i32(r / IW);
             let ix = ix0 + i32(r % IW);
-            var v = 0.0;
+            var v = {$ dtype $}(0.0);
             if (c0 + c < p.cin && iy >= 0 && iy < i32(p.h) && ix >= 0 && ix < i32(p.w)) {
 {% if layout == "nchw" %}
                 v = x[((n * p.cin + c0 + c) * p.h + u32(iy)) * p.w + u32(ix)];
@@ -85,7 +89,7 @@ fn main(
             let m = i / (TC * KK);
             let r = i % (TC * KK);
             let c = r / KK;
-            var v = 0.0;
+            var v = {$ dtype $}(0.0);
             if (m0 + m < p.cout && c0 + c < p.cin) {
                 v = wt[((m0 + m) * p.cin + c0 + c) * KK + r % KK];
             }
@@ -98,11 +102,11 @@ fn main(
                 for (var kx = 0u; kx < KW; kx++) {
                     let wbase = (((c * KH + ky) * KW + kx) * TM + lid.y * RM) / 4u;
                     let at = row + kx * D;
-                    let bv = vec4<f32>(
+                    let bv = vec4<f32>(vec4<{$ dtype $}>(
                         in_tile[at], in_tile[at + S], in_tile[at + 2u * S], in_tile[at + 3u * S]
-                    );
+                    ));
                     for (var q4 = 0u; q4 < RM / 4u; q4++) {
-                        let wv = w_tile[wbase + q4];
+                        let wv = vec4<f32>(w_tile[wbase + q4]);
                         acc[4u * q4] += wv.x * bv;
                         acc[4u * q4 + 1u] += wv.y * bv;
                         acc[4u * q4 + 2u] += wv.z * bv;

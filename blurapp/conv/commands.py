@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from blurapp.conv.data import relative_error, to_layout
-from blurapp.conv.engine import GPU_STRATEGIES
+from blurapp.conv.engine import DTYPES, GPU_STRATEGIES
 from blurapp.conv.tile_budget import DEFAULT_BUDGET, DTYPE_BYTES, plan_tile
 from blurapp.core.errors import UsageError
 from blurapp.io import atomic_output, check_output
@@ -100,6 +100,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     _add_layer_options(p)
     p.add_argument("--layout", choices=_LAYOUTS, default="nchw", help="X's (and Y's) layout")
     p.add_argument("--strategy", choices=_STRATEGIES, default="auto", help="default auto")
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="storage and arithmetic: float32 (default), fp16 (f16 storage, f32 sums; needs "
+        "shader-f16) or int8 (per-tensor scale and zero point, i32 sums); the output is float32",
+    )
     p.add_argument(
         "--winograd-tile",
         type=int,
@@ -198,7 +205,15 @@ def format_result(result: Any, error: float | None = None) -> str:
     t, mem, spec = result.timing, result.memory, result.spec
     lines = [
         f"layer: {spec.describe()} → {spec.oh}×{spec.ow} output",
-        f"strategy: {result.strategy} ({result.reason})",
+        f"strategy: {result.strategy} ({result.reason}), {result.dtype}"
+        + (
+            "".join(
+                f"; {name} scale {q.scale:.4g} zero point {q.zero_point}"
+                for name, q in result.quant.items()
+            )
+            if result.quant
+            else ""
+        ),
         f"GPU time: {t.total_ms:.3f} ms ("
         + ", ".join(f"{p.name} {p.ms:.3f} ms" for p in t.passes)
         + f"; {'timestamp queries' if t.timer == 'gpu' else 'wall clock'})",
@@ -243,6 +258,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         strategy=args.strategy,
         repeats=3 if args.timing else 1,
         winograd_tile=args.winograd_tile,
+        dtype=args.dtype,
         **layer,
     )
     with atomic_output(target, overwrite=args.overwrite) as fh:

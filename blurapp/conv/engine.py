@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from blurapp.conv.quant import (
+    QuantParams,
+    choose_qparams,
+    folded_constant,
+    pack_input,
+    pack_weights,
+    quantize,
+    quantize_bias,
+)
 from blurapp.conv.spec import ConvSpec, check_array
 from blurapp.conv.tile_budget import TileBudget, plan_tile
 from blurapp.conv.winograd import WINOGRAD_TILES, transform_code, winograd_matrices
@@ -34,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONV_STRATEGIES",
     "DEFAULT_OPTIONS",
+    "DTYPES",
     "GPU_STRATEGIES",
     "STRATEGIES",
     "ConvMemory",
@@ -49,6 +59,10 @@ __all__ = [
 
 STRATEGIES: tuple[str, ...] = ("auto", "direct", "im2col", "implicit-gemm", "winograd")
 GPU_STRATEGIES: tuple[str, ...] = STRATEGIES[1:]
+DTYPES: tuple[str, ...] = ("float32", "fp16", "int8")
+_PLAN_DTYPE = {"float32": "fp32", "fp16": "fp16", "int8": "int8"}  # tile_budget's names
+_SHADER_DTYPE = {"float32": "f32", "fp16": "f16", "int8": "int8"}
+_ELEMENT_BYTES = {"float32": 4, "fp16": 2, "int8": 1}
 F32 = 4
 _FLAT_WG = 64  # invocations per workgroup of the one-invocation-per-element passes
 _MAX_GROUPS = 65535  # WebGPU's maxComputeWorkgroupsPerDimension default
@@ -109,11 +123,25 @@ class ConvOptions:
 
     Attributes:
         winograd_tile: m of Winograd's F(m×m, 3×3): 2 or 4.
+        dtype: ``"float32"``, ``"fp16"`` (f16 storage, f32 sums; needs shader-f16) or
+            ``"int8"`` (per-tensor scale and zero point, i32 sums).
+        accumulators: int8 only: also read back the raw int32 accumulators.
+        x_quant, w_quant: int8 only: the input's and the weights' quantisation (default: the
+            input's min/max range, affine; the weights symmetric, zero point 0).
+        tiles: implicit GEMM only: force ``(Th, Tw, TM, TC)`` instead of the planner's choice
+            (it must still fit the device; Tw a multiple of 4).
     """
 
     winograd_tile: int = 2
+    dtype: str = "float32"
+    accumulators: bool = False
+    x_quant: QuantParams | None = None
+    w_quant: QuantParams | None = None
+    tiles: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise UsageError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         if self.winograd_tile not in WINOGRAD_TILES:
             raise UsageError(
                 f"winograd tile must be one of {', '.join(map(str, WINOGRAD_TILES))}, "
@@ -176,6 +204,9 @@ class ConvResult:
     timing: Timing
     memory: ConvMemory
     tiles: GemmTiles | None = None
+    dtype: str = "float32"
+    accumulators: np.ndarray | None = None
+    quant: dict[str, QuantParams] | None = None
 
     @property
     def gpu_ms(self) -> float:
@@ -197,6 +228,10 @@ class ConvResult:
             "gflops": self.gflops,
             "memory": self.memory.to_dict(),
             "tiles": None if self.tiles is None else self.tiles.to_dict(),
+            "dtype": self.dtype,
+            "quant": None
+            if self.quant is None
+            else {k: v.to_dict() for k, v in self.quant.items()},
         }
 
 
@@ -208,6 +243,7 @@ class _Buffers:
     y: Any
     col: Any = None
     work: dict[str, Any] = field(default_factory=dict)
+    tensors: _Tensors | None = None
 
 
 @dataclass
@@ -234,11 +270,70 @@ def _flat_dispatch(total: int) -> tuple[tuple[int, int, int], int]:
     return (gx, gy, 1), gx * _FLAT_WG
 
 
+def _words(*values: float | int) -> np.ndarray:
+    """A uniform block: ints as u32 (negative ones as i32 bits), floats as f32 bits."""
+    out = np.zeros(len(values), np.uint32)
+    for i, v in enumerate(values):
+        if isinstance(v, float):
+            out[i] = np.float32(v).view(np.uint32)
+        else:
+            out[i] = np.int64(v) & 0xFFFFFFFF
+    return out
+
+
+@dataclass
+class _Tensors:
+    """What a run uploads, in the dtype its shaders read, and the int8 uniform fields."""
+
+    x: np.ndarray
+    w: np.ndarray
+    bias: np.ndarray
+    zx_word: int = 0
+    zw: int = 0
+    scale: float = 1.0
+    quant: dict[str, QuantParams] | None = None
+    channels: int = 0  # input channels as the shader counts them (int8: packed words)
+
+
+def _f16_buffer(a: np.ndarray) -> np.ndarray:
+    """``a`` as float16, padded to a whole number of 4-byte words (a binding's granularity)."""
+    flat = np.ascontiguousarray(a, np.float16).ravel()
+    return np.concatenate([flat, np.zeros(flat.size % 2, np.float16)])
+
+
+def _prepare(
+    spec: ConvSpec, x: np.ndarray, w: np.ndarray, b: np.ndarray | None, opts: ConvOptions
+) -> _Tensors:
+    """The input, weights and bias as the shaders of ``opts.dtype`` read them."""
+    bias = np.zeros(spec.cout, np.float32) if b is None else np.asarray(b, np.float32)
+    if opts.dtype == "float32":
+        return _Tensors(x, np.ascontiguousarray(w, np.float32), bias, channels=spec.cin)
+    if opts.dtype == "fp16":
+        return _Tensors(_f16_buffer(x), _f16_buffer(w), bias, channels=spec.cin)
+    # int8: per-tensor quantisation on the CPU (min/max needs the whole tensor), packed
+    qx = opts.x_quant or choose_qparams(x)
+    qw = opts.w_quant or choose_qparams(w, symmetric=True)
+    xq, wq = quantize(x, qx), quantize(w, qw)
+    bq = quantize_bias(b, spec.cout, qx, qw)
+    xp = pack_input(xq, spec, qx.zero_point)
+    return _Tensors(
+        x=xp,
+        w=pack_weights(wq, qw.zero_point),
+        bias=folded_constant(wq, bq, qx.zero_point, qw.zero_point),
+        zx_word=int(np.full(4, qx.zero_point, np.int8).view(np.uint32)[0]),
+        zw=qw.zero_point,
+        scale=qx.scale * qw.scale,
+        quant={"input": qx, "weights": qw},
+        channels=xp.shape[1] if spec.layout == "nchw" else xp.shape[3],
+    )
+
+
 class ConvStrategy(ABC):
     """One way to run a layer: a name, what it cannot run, its tiles and its passes."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
+    dtypes: ClassVar[tuple[str, ...]] = ("float32",)
 
     def why_not(
         self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
@@ -280,6 +375,10 @@ class DirectConv(ConvStrategy):
 
     name = "direct"
     summary = "one invocation per output, every tap read from global memory"
+    dtypes = DTYPES
+
+    def workspace(self, spec: ConvSpec, opts: ConvOptions = DEFAULT_OPTIONS) -> dict[str, int]:
+        return _acc_workspace(spec, opts)
 
     def passes(
         self,
@@ -289,23 +388,36 @@ class DirectConv(ConvStrategy):
         tiles: GemmTiles | None,
         opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
+        t = bufs.tensors
+        assert t is not None
         total = spec.n * spec.cout * spec.oh * spec.ow
         groups, pitch = _flat_dispatch(total)
-        uniform = np.array(
-            [
-                spec.n, spec.cin, spec.h, spec.w,
-                spec.cout, spec.oh, spec.ow, spec.groups,
-                spec.kh, spec.kw, spec.stride, spec.dilation,
-                spec.padding, total, pitch, 0,
-            ],
-            dtype=np.uint32,
+        uniform = _words(
+            spec.n, t.channels, spec.h, spec.w,
+            spec.cout, spec.oh, spec.ow, spec.groups,
+            spec.kh, spec.kw, spec.stride, spec.dilation,
+            spec.padding, total, pitch, t.zx_word,
+            t.zw, float(t.scale), 0, 0,
         )  # fmt: skip
-        pipeline = runner.pipeline("conv_direct", layout=spec.layout, wg=_FLAT_WG)
+        dtype = _SHADER_DTYPE[opts.dtype]
+        template: dict[str, Any] = {"layout": spec.layout, "wg": _FLAT_WG, "dtype": dtype}
+        bindings = [bufs.x, bufs.w, bufs.bias, bufs.y]
+        if dtype == "int8":
+            template["emit_acc"] = opts.accumulators
+            if opts.accumulators:
+                bindings.append(bufs.work["acc"])
+        pipeline = runner.pipeline("conv_direct", **template)
         # every tap reads one input and one weight value from global memory
-        traffic = total * (2 * spec.gemm_k + 1) * F32
-        return [
-            _Pass("direct", pipeline, [bufs.x, bufs.w, bufs.bias, bufs.y], uniform, groups, traffic)
-        ]
+        elem = _ELEMENT_BYTES[opts.dtype]
+        traffic = total * (2 * spec.gemm_k * elem + F32)
+        return [_Pass("direct", pipeline, bindings, uniform, groups, traffic)]
+
+
+def _acc_workspace(spec: ConvSpec, opts: ConvOptions) -> dict[str, int]:
+    """int8 with ``accumulators``: an int32 buffer for them, the output's size."""
+    if opts.dtype == "int8" and opts.accumulators:
+        return {"acc": spec.n * spec.cout * spec.oh * spec.ow * 4}
+    return {}
 
 
 def _dense_only(name: str, spec: ConvSpec) -> str | None:
@@ -328,12 +440,17 @@ def _choose_tiles(
     stride: int,
     dilation: int,
     cin: int,
+    dtype: str = "float32",
+    double_buffer: bool = False,
 ) -> GemmTiles:
     """The largest tiles whose :func:`plan_tile` total fits the device's workgroup memory."""
     tm_max = 64 if kind == "im2col" else 32
     tm_first = min(tm_max, max(4, _next_pow2(spec.cout)))
     tms = [t for t in (64, 32, 16, 8, 4) if t <= tm_first]
     tc_cap = max(1, _next_pow2(cin))
+    if dtype == "int8":  # whole packed words of 4 channels
+        tc_cap = max(4, tc_cap)
+        cin_blocks = tuple(b for b in cin_blocks if b % 4 == 0)
     last: TileBudget | None = None
     for th, tw in pixel_tiles:
         for tm in tms:
@@ -351,8 +468,9 @@ def _choose_tiles(
                     kernel,
                     stride=stride,
                     dilation=dilation,
-                    dtype="fp32",
+                    dtype=_PLAN_DTYPE[dtype],
                     budget=limits.workgroup_storage,
+                    double_buffer=double_buffer,
                     cin=cin,
                     cout=spec.cout,
                 )
@@ -466,6 +584,7 @@ class ImplicitGemmConv(ConvStrategy):
 
     name = "implicit-gemm"
     summary = "GEMM over halo tiles read straight from the activations, no column matrix"
+    dtypes = DTYPES
 
     def why_not(
         self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
@@ -475,12 +594,44 @@ class ImplicitGemmConv(ConvStrategy):
     def tiles(
         self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
     ) -> GemmTiles:
+        if opts.tiles is not None:
+            return self.forced_tiles(spec, limits, opts)
         small = spec.oh * spec.ow < 64 or spec.ow < 8
         pixel_tiles = ((4, 4),) if small else ((8, 8), (4, 8), (4, 4))
         return _choose_tiles(
             "implicit-gemm", spec, limits, pixel_tiles, (16, 8, 4, 2, 1), (spec.kh, spec.kw),
-            spec.stride, spec.dilation, spec.cin,
+            spec.stride, spec.dilation, spec.cin, opts.dtype,
         )  # fmt: skip
+
+    def forced_tiles(self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions) -> GemmTiles:
+        """``opts.tiles`` checked: the shader's shape rules and the device's memory."""
+        assert opts.tiles is not None
+        th, tw, tm, tc = opts.tiles
+        int8 = opts.dtype == "int8"
+        rm = next(r for r in (8, 4, 2, 1) if tm % r == 0) if int8 else (8 if tm >= 8 else 4)
+        problems = []
+        if tw % 4:
+            problems.append(f"Tw={tw} is not a multiple of 4 (each invocation takes 4 pixels)")
+        if int8 and tc % 4:
+            problems.append(f"TC={tc} is not a multiple of 4 (int8 packs 4 channels a word)")
+        if not int8 and tm % 4:
+            problems.append(f"TM={tm} is not a multiple of 4 (weights are vec4 rows)")
+        budget = plan_tile(
+            (th, tw), tc, tm, (spec.kh, spec.kw), stride=spec.stride, dilation=spec.dilation,
+            dtype=_PLAN_DTYPE[opts.dtype], budget=limits.workgroup_storage, cin=spec.cin,
+            cout=spec.cout,
+        )  # fmt: skip
+        threads = (tm // rm) * (th * tw // 4)
+        if not budget.fits or threads > limits.max_invocations:
+            problems.append(f"it needs {budget.total_bytes} B and {threads} invocations")
+        if problems:
+            raise StrategyError(
+                f"implicit-gemm: tile {th}×{tw} TM={tm} TC={tc}: " + "; ".join(problems)
+            )
+        return GemmTiles("implicit-gemm", (th, tw), tc, tm, (rm, 4), threads, budget)
+
+    def workspace(self, spec: ConvSpec, opts: ConvOptions = DEFAULT_OPTIONS) -> dict[str, int]:
+        return _acc_workspace(spec, opts)
 
     def passes(
         self,
@@ -490,7 +641,8 @@ class ImplicitGemmConv(ConvStrategy):
         tiles: GemmTiles | None,
         opts: ConvOptions = DEFAULT_OPTIONS,
     ) -> list[_Pass]:
-        assert tiles is not None
+        assert tiles is not None and bufs.tensors is not None
+        t = bufs.tensors
         th, tw = tiles.tile
         tm, tc = tiles.cout_block, tiles.cin_block
         rm, rn = tiles.register_tile
@@ -501,27 +653,37 @@ class ImplicitGemmConv(ConvStrategy):
             raise StrategyError(
                 f"implicit-gemm: {tiles_x * tiles_y} output tiles per image exceed one dispatch"
             )
-        pipeline = runner.pipeline(
-            "conv_implicit_gemm", th=th, tw=tw, tm=tm, tc=tc, rm=rm, rn=rn, kh=spec.kh,
-            kw=spec.kw, stride=spec.stride, dilation=spec.dilation, ih=ih, iw=iw,
-            layout=spec.layout,
-        )  # fmt: skip
-        uniform = np.array(
-            [
-                spec.n, spec.cin, spec.h, spec.w,
-                spec.cout, spec.oh, spec.ow, spec.padding,
-                tiles_x, 0, 0, 0,
-            ],
-            dtype=np.uint32,
+        shape = {
+            "th": th, "tw": tw, "tm": tm, "rm": rm, "kh": spec.kh, "kw": spec.kw,
+            "stride": spec.stride, "dilation": spec.dilation, "ih": ih, "iw": iw,
+            "layout": spec.layout,
+        }  # fmt: skip
+        bindings = [bufs.x, bufs.w, bufs.bias, bufs.y]
+        if opts.dtype == "int8":
+            pipeline = runner.pipeline(
+                "conv_implicit_gemm_int8", tc4=tc // 4, emit_acc=opts.accumulators,
+                w_zero=t.zw != 0, **shape,
+            )  # fmt: skip
+            if opts.accumulators:
+                bindings.append(bufs.work["acc"])
+        else:
+            pipeline = runner.pipeline(
+                "conv_implicit_gemm", tc=tc, rn=rn, dtype=_SHADER_DTYPE[opts.dtype], **shape
+            )
+        uniform = _words(
+            spec.n, t.channels, spec.h, spec.w,
+            spec.cout, spec.oh, spec.ow, spec.padding,
+            tiles_x, t.zx_word, t.zw, float(t.scale),
         )  # fmt: skip
         workgroups = spec.n * tiles_x * tiles_y * cout_blocks
         per_group = math.ceil(spec.cin / tc) * tc * (ih * iw + tm * spec.kh * spec.kw)
-        traffic = (workgroups * per_group + spec.n * spec.cout * spec.oh * spec.ow) * F32
+        elem = _ELEMENT_BYTES[opts.dtype]
+        traffic = workgroups * per_group * elem + spec.n * spec.cout * spec.oh * spec.ow * F32
         return [
             _Pass(
                 "implicit-gemm",
                 pipeline,
-                [bufs.x, bufs.w, bufs.bias, bufs.y],
+                bindings,
                 uniform,
                 (tiles_x * tiles_y, cout_blocks, spec.n),
                 traffic,
@@ -529,18 +691,34 @@ class ImplicitGemmConv(ConvStrategy):
         ]
 
 
-def _capable(spec: ConvSpec, limits: DeviceLimits, exclude: str) -> str:
+def _capable(
+    spec: ConvSpec, limits: DeviceLimits, exclude: str, opts: ConvOptions = DEFAULT_OPTIONS
+) -> str:
     """``use --strategy A, B or C``: the other strategies that can run ``spec``, the registry's
     later (more specialised, usually faster) ones first."""
     names = [
         n
         for n in reversed(GPU_STRATEGIES)
-        if n != exclude and CONV_STRATEGIES[n].why_not(spec, limits) is None
+        if n != exclude
+        and opts.dtype in CONV_STRATEGIES[n].dtypes
+        and CONV_STRATEGIES[n].why_not(spec, limits, opts) is None
     ]
     if not names:
         return "no strategy can"
     text = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" or {names[-1]}"
     return f"use --strategy {text}"
+
+
+def _dtype_problem(
+    name: str, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions
+) -> str | None:
+    """Why ``name`` cannot run ``opts.dtype`` (one line, naming who can), or ``None``."""
+    dtypes = CONV_STRATEGIES[name].dtypes
+    if opts.dtype in dtypes:
+        return None
+    return f"{name} runs --dtype {' or '.join(dtypes)} only; for --dtype {opts.dtype} " + _capable(
+        spec, limits, name, opts
+    )
 
 
 class WinogradConv(ConvStrategy):
@@ -674,7 +852,9 @@ def why_not(
     """Why ``strategy`` cannot run ``spec`` (with ``opts``) on this device, or ``None``."""
     if strategy not in CONV_STRATEGIES:
         raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    reason = CONV_STRATEGIES[strategy].why_not(spec, limits, opts)
+    reason = _dtype_problem(strategy, spec, limits, opts) or CONV_STRATEGIES[strategy].why_not(
+        spec, limits, opts
+    )
     if reason is None and strategy != "direct":
         try:
             CONV_STRATEGIES[strategy].tiles(spec, limits, opts)
@@ -683,12 +863,15 @@ def why_not(
     return reason
 
 
-def choose_strategy(spec: ConvSpec, limits: DeviceLimits) -> tuple[str, str]:
+def choose_strategy(
+    spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
+) -> tuple[str, str]:
     """The strategy ``auto`` runs for ``spec``, and a one-line reason.
 
     Arguments:
         spec: the layer.
         limits: the device's limits.
+        opts: the dtype (im2col and winograd run float32 only).
 
     Returns:
         ``(strategy, reason)``.
@@ -699,6 +882,10 @@ def choose_strategy(spec: ConvSpec, limits: DeviceLimits) -> tuple[str, str]:
             f"{kind}: each output reads only {spec.cin_per_group} input channel(s), too little "
             "reuse for a GEMM tile; direct"
         )
+    if opts.dtype != "float32":
+        if spec.cout >= 4 and why_not("implicit-gemm", spec, limits, opts) is None:
+            return "implicit-gemm", f"{opts.dtype}: implicit GEMM, the tiled strategy for it"
+        return "direct", f"{opts.dtype}: too small for GEMM tiles; direct"
     if Im2colConv.no_copy(spec) and why_not("im2col", spec, limits) is None:
         return "im2col", (
             f"1×1 on {spec.layout.upper()}: the input already is the pixels×channels matrix, "
@@ -789,28 +976,35 @@ class ConvRunner:
         limits = self.limits  # creates the device first: no adapter is a one-line error
         import wgpu
 
+        if opts.dtype == "fp16" and "shader-f16" not in self.context.features:
+            raise StrategyError(
+                "--dtype fp16 needs the adapter's shader-f16 feature, which this one lacks: "
+                "use --dtype float32 or int8"
+            )
         if strategy == "auto":
-            name, reason = choose_strategy(spec, limits)
+            name, reason = choose_strategy(spec, limits, opts)
         else:
             name, reason = strategy, f"as requested: {CONV_STRATEGIES[strategy].summary}"
-            problem = CONV_STRATEGIES[name].why_not(spec, limits, opts)
+            problem = _dtype_problem(name, spec, limits, opts) or CONV_STRATEGIES[name].why_not(
+                spec, limits, opts
+            )
             if problem:
                 raise StrategyError(problem)
         strat = CONV_STRATEGIES[name]
         tiles = strat.tiles(spec, limits, opts)
         workspace = strat.workspace(spec, opts)
-        w_gpu = np.ascontiguousarray(strat.weights_for(spec, weights), dtype=np.float32)
-        b_gpu = np.zeros(spec.cout, np.float32) if bias is None else np.asarray(bias, np.float32)
+        tensors = _prepare(spec, x, strat.weights_for(spec, weights), bias, opts)
+        x_gpu, w_gpu, b_gpu = tensors.x, tensors.w, tensors.bias
         y_bytes = spec.n * spec.cout * spec.oh * spec.ow * F32
         memory = ConvMemory(
-            input_bytes=x.nbytes,
+            input_bytes=x_gpu.nbytes,
             weight_bytes=w_gpu.nbytes,
             bias_bytes=b_gpu.nbytes,
             output_bytes=y_bytes,
             column_bytes=strat.column_bytes(spec),
             workspace_bytes=sum(workspace.values()),
         )
-        sizes = [("input", x.nbytes), ("output", y_bytes), ("weights", w_gpu.nbytes)]
+        sizes = [("input", x_gpu.nbytes), ("output", y_bytes), ("weights", w_gpu.nbytes)]
         sizes += [(f"{name} workspace", size) for name, size in workspace.items()]
         for what, size in sizes:
             if size > limits.max_storage_binding:
@@ -824,7 +1018,7 @@ class ConvRunner:
             t_start = time.perf_counter()
             storage = wgpu.BufferUsage.STORAGE
             bufs = _Buffers(
-                x=device.create_buffer_with_data(data=x, usage=storage),
+                x=device.create_buffer_with_data(data=x_gpu, usage=storage),
                 w=device.create_buffer_with_data(data=w_gpu, usage=storage),
                 bias=device.create_buffer_with_data(data=b_gpu, usage=storage),
                 y=device.create_buffer(size=y_bytes, usage=storage | wgpu.BufferUsage.COPY_SRC),
@@ -834,9 +1028,10 @@ class ConvRunner:
                     else None
                 ),
                 work={
-                    name: device.create_buffer(size=size, usage=storage)
+                    name: device.create_buffer(size=size, usage=storage | wgpu.BufferUsage.COPY_SRC)
                     for name, size in workspace.items()
                 },
+                tensors=tensors,
             )
             passes = strat.passes(self, spec, bufs, tiles, opts)
             groups = []
@@ -861,6 +1056,10 @@ class ConvRunner:
                 if best is None or sum(ms) < sum(best):
                     best = ms
             y = np.frombuffer(device.queue.read_buffer(bufs.y), dtype=np.float32).copy()
+            acc = None
+            if "acc" in bufs.work:
+                raw = device.queue.read_buffer(bufs.work["acc"])
+                acc = np.frombuffer(raw, dtype=np.int32).copy().reshape(spec.y_shape)
             wall_ms = (time.perf_counter() - t_start) * 1e3
         assert best is not None
         timing = Timing(
@@ -879,6 +1078,9 @@ class ConvRunner:
             timing=timing,
             memory=memory,
             tiles=tiles,
+            dtype=opts.dtype,
+            accumulators=acc,
+            quant=tensors.quant,
         )
 
     def _submit(
@@ -927,6 +1129,11 @@ def conv2d(
     repeats: int = 1,
     runner: ConvRunner | None = None,
     winograd_tile: int = 2,
+    dtype: str = "float32",
+    accumulators: bool = False,
+    x_quant: QuantParams | None = None,
+    w_quant: QuantParams | None = None,
+    tiles: tuple[int, int, int, int] | None = None,
 ) -> ConvResult:
     """Run a Conv2D layer on the GPU (float32, zero padding, cross-correlation like PyTorch).
 
@@ -941,6 +1148,8 @@ def conv2d(
         runner: the :class:`ConvRunner` to use (default: the process's one).
         winograd_tile: m of ``winograd``'s F(m×m, 3×3): 2 (default) or 4 (fewer multiplies,
             larger rounding error).
+        dtype, accumulators, x_quant, w_quant, tiles: see :class:`ConvOptions`; the output is
+            float32 whatever the dtype (int8: dequantised, ``sx·sw·acc``).
 
     Returns:
         A :class:`ConvResult` with the output, the strategy and why, GPU times and memory.
@@ -964,5 +1173,12 @@ def conv2d(
     )
     if strategy not in STRATEGIES:
         raise StrategyError(f"strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-    opts = ConvOptions(winograd_tile=winograd_tile)
+    opts = ConvOptions(
+        winograd_tile=winograd_tile,
+        dtype=dtype,
+        accumulators=accumulators,
+        x_quant=x_quant,
+        w_quant=w_quant,
+        tiles=tiles,
+    )
     return (runner or get_runner()).run(xs, ws, bs, spec, strategy, repeats=repeats, opts=opts)

@@ -184,3 +184,25 @@ def test_run_never_writes_over_an_input_or_an_existing_output(tmp_path, capsys):
     assert main(["conv", "run", "--input", str(x), "--weights", str(w), "-o", str(y)]) == 2
     assert "y.npy exists (use --overwrite" in capsys.readouterr().err
     assert x.read_bytes() == before and y.read_bytes() == b"precious"
+
+
+@pytest.mark.gpu
+def test_run_int8_prints_the_quantisation(conv_runner, layer_files, tmp_path, capsys):
+    paths, (x, wt, b) = layer_files
+    out = tmp_path / "y.npy"
+    argv = ["conv", "run", "--input", paths["x"], "--weights", paths["w"], "--bias", paths["b"],
+            "-o", str(out), "--padding", "1", "--dtype", "int8", "--timing", "--check"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "int8; input scale" in text and "weights scale" in text and "zero point 0" in text
+    assert relative_error(np.load(out), conv2d_reference(x, wt, b, padding=1)) < 3e-2
+
+
+@pytest.mark.gpu
+def test_run_int8_with_im2col_exits_2_naming_who_can(conv_runner, layer_files, tmp_path, capsys):
+    paths, _ = layer_files
+    argv = ["conv", "run", "--input", paths["x"], "--weights", paths["w"], "-o",
+            str(tmp_path / "y.npy"), "--dtype", "int8", "--strategy", "im2col"]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "implicit-gemm or direct" in err
