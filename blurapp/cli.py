@@ -32,9 +32,15 @@ def _cmd_gui(args: argparse.Namespace) -> int:
 
 
 def _cmd_kernel(args: argparse.Namespace) -> int:
+    if args.im:
+        from blurapp.core.im_kernels import im_string
+        from blurapp.core.kernel import Kernel
+
+        print(im_string(Kernel.parse(args.spec)))
+        return 0
     from blurapp.kernel_report import format_kernel_report, kernel_report
 
-    report = kernel_report(args.spec, with_plan=not args.no_plan)
+    report = kernel_report(args.spec, with_plan=not args.no_plan, tolerance=args.tolerance)
     print(json.dumps(report, indent=2) if args.json else format_kernel_report(report))
     return 0
 
@@ -111,10 +117,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("image", nargs="?", help="image to open (a bundled sample when omitted)")
     p.set_defaults(func=_cmd_gui)
 
+    from blurapp.core.filterspec import add_tolerance_argument
+
     p = sub.add_parser("kernel", help="show a kernel: weights, sum, rank, factors and plan")
     p.add_argument("spec", help="kernel spec, e.g. gaussian:sigma=2, box:7x3, @kernel.json")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--no-plan", action="store_true", help="do not ask the GPU adapter for the plan")
+    p.add_argument(
+        "--im",
+        action="store_true",
+        help="print the kernel as an ImageMagick kernel string, for -morphology Correlate "
+        "(and for im:SPEC)",
+    )
+    add_tolerance_argument(p)
     p.set_defaults(func=_cmd_kernel)
 
     from blurapp.batch.options import add_apply_options, add_batch_options

@@ -16,8 +16,9 @@ from blurapp.core import strategies
 from blurapp.core.borders import Border
 from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
+from blurapp.core.lowrank import NON_FINITE_IMAGE, is_finite_image, low_rank
 from blurapp.core.numbers import from_float, to_float
-from blurapp.core.planner import DeviceLimits, Plan, plan
+from blurapp.core.planner import SPREADS_NAN, DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
 from blurapp.core.tiling import WHOLE_IMAGE_TEXELS, TileGrid, plan_grid
 from blurapp.core.timing import PassTiming, Timing
@@ -96,9 +97,10 @@ def release_gpu_memory() -> None:
         get_filter().clear()
 
 
-def plan_for(kernel: Kernel | str) -> Plan:
-    """What ``auto`` would run for ``kernel`` on this machine, and why."""
-    return plan(as_kernel(kernel), gpu_limits())
+def plan_for(kernel: Kernel | str, *, tolerance: float | None = None) -> Plan:
+    """What ``auto`` would run for ``kernel`` (lowrank within ``tolerance``) on this machine,
+    and why."""
+    return plan(as_kernel(kernel), gpu_limits(), tolerance=tolerance)
 
 
 def filter_float(
@@ -112,6 +114,7 @@ def filter_float(
     convert: Callable[[np.ndarray], np.ndarray] | None = None,
     output: str = "rgba32f",
     input_key: Hashable | None = None,
+    tolerance: float | None = None,
 ) -> tuple[np.ndarray, Timing, str, str]:
     """Filter a normalised float H×W×C image.
 
@@ -135,6 +138,9 @@ def filter_float(
         input_key: identifies ``x``'s pixels (equal keys, equal pixels): a GPU run whose input
             texture already holds ``x`` skips the upload (see
             :meth:`blurapp.gpu.engine.GpuFilter.run`). ``None`` uploads every time.
+        tolerance: the error ``lowrank`` may make per unit of max |x| (``None``: half an 8-bit
+            step; :mod:`blurapp.core.lowrank`). On an image with NaN or Inf, ``auto`` does not
+            pick lowrank (and says so) and an explicit ``lowrank`` is a StrategyError.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
@@ -145,14 +151,20 @@ def filter_float(
         raise UsageError(f"unknown output format {output!r}; choose one of {', '.join(OUTPUTS)}")
     kernel = as_kernel(kernel)
     border = Border.parse(border)
-    problem = why_not(strategy, kernel)
+    problem = strategies.why_not(strategy, kernel, tolerance)
     if problem:
         raise StrategyError(problem)
     reason = ""
     if strategies.STRATEGIES[strategy].runs_on == "planner":
-        chosen = plan(kernel, gpu_limits())
+        chosen = plan(kernel, gpu_limits(), tolerance=tolerance)
+        if chosen.strategy in SPREADS_NAN and not is_finite_image(x):
+            chosen = plan(kernel, gpu_limits(), tolerance=tolerance, finite=False)
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile
+    elif strategy == strategies.LOWRANK:
+        if not is_finite_image(x):
+            raise StrategyError(NON_FINITE_IMAGE)
+        reason = low_rank(kernel, tolerance).describe()  # the k and the error it promises
     if strategies.STRATEGIES[strategy].runs_on == "cpu":
         if storage == "rgba8" and x.dtype == np.uint8:
             x = to_float(x)  # the same v / 255 the rgba8unorm texture would hold
@@ -183,5 +195,6 @@ def filter_float(
         convert=convert,
         output=output,
         input_key=input_key,
+        tolerance=tolerance,
     )
     return result, timing, strategy, reason

@@ -11,19 +11,26 @@ from blurapp.core.kernel import Kernel
 MAX_PRINTED_SIDE = 25  # wider kernels are summarised in text; --json always has every weight
 
 
-def kernel_report(spec: str | Kernel, *, with_plan: bool = True) -> dict[str, Any]:
+def kernel_report(
+    spec: str | Kernel, *, with_plan: bool = True, tolerance: float | None = None
+) -> dict[str, Any]:
     """Describe a kernel as a JSON-ready dict.
 
     Arguments:
         spec: a kernel spec string or a :class:`Kernel`.
         with_plan: ask the GPU adapter (created lazily) which strategy ``auto`` would run.
+        tolerance: lowrank's ``--tolerance`` (``None``: the default), for ``lowrank`` and the
+            plan.
 
     Returns:
         A dict with ``spec``, ``name``, ``width``, ``height``, ``anchor``, ``weights`` (rows),
         ``sum``, ``rank``, ``tolerance``, ``singular_values``, ``factors``
         (``{"column": [...], "row": [...]}`` or ``None``), ``approximation_errors``,
-        ``taps`` and ``plan``.
+        ``taps``, ``lowrank`` (``{"k", "error", "tolerance", "exact", "summary"}``, or
+        ``{"refused": reason}``) and ``plan``.
     """
+    from blurapp.core import lowrank
+
     kernel = spec if isinstance(spec, Kernel) else Kernel.parse(spec)
     sep = kernel.separability
     rows, cols = kernel.shape
@@ -46,12 +53,25 @@ def kernel_report(spec: str | Kernel, *, with_plan: bool = True) -> dict[str, An
         ],
         "factors": factors,
         "taps": {"direct": rows * cols, "separable": rows + cols if sep.rank <= 1 else None},
+        "lowrank": None,
         "plan": None,
     }
+    refused = lowrank.why_not(kernel, tolerance)
+    if refused:
+        report["lowrank"] = {"refused": refused}
+    else:
+        chosen = lowrank.low_rank(kernel, tolerance)
+        report["lowrank"] = {
+            "k": chosen.k,
+            "error": chosen.error,
+            "tolerance": chosen.tolerance,
+            "exact": chosen.exact,
+            "summary": chosen.describe(),
+        }
     if with_plan:
         from blurapp.engine import plan_for
 
-        report["plan"] = plan_for(kernel).to_dict()
+        report["plan"] = plan_for(kernel, tolerance=tolerance).to_dict()
     return report
 
 
@@ -98,6 +118,16 @@ def format_kernel_report(report: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"taps     {taps['direct']} per pixel")
+    low = report.get("lowrank")
+    if low:
+        if "refused" in low:
+            lines.append(f"lowrank  {low['refused']}")
+        else:
+            why = "the exact rank" if low["exact"] else f"tolerance {low['tolerance']:.3g}"
+            lines.append(
+                f"lowrank  k={low['k']} separable pairs ({why}): "
+                f"max |output error| ≤ {low['error']:.2g} × max |input|"
+            )
     if report["plan"]:
         plan = report["plan"]
         tile = f" (tile {plan['tile']})" if plan["tile"] else ""

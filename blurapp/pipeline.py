@@ -253,6 +253,7 @@ def run(prepared: Prepared) -> Filtered:
         convert=prepared.convert,
         output=prepared.output,
         input_key=prepared.key,
+        tolerance=spec.tolerance,
     )
     wall_ms = (time.perf_counter() - start) * 1e3
     timing = Timing(timing.passes, timing.timer, timing.pixels, wall_ms)

@@ -9,6 +9,10 @@
 // pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
 // A zero weight is never multiplied (a baked one is left out of the sum), so that NaN or Inf
 // spreads only under non-zero taps (DESIGN.md "Numbers", as scipy.ndimage.correlate).
+// `unrolled` (lowrank) unrolls the taps the same way but reads each weight from the buffer, so
+// that the k pairs of a low-rank sum, and every kernel of the same size, share one pipeline.
+// `accumulate` (lowrank's column passes after the first) adds the running sum of the previous
+// pairs, read from `sum_src` at the output texel, to each result.
 //
 // Every load goes through the border mode (border_index), also in the interior: there its
 // in-range test is one compare. An interior copy of the code without it ran 1.6-1.7 × slower on
@@ -18,6 +22,11 @@
 {% include "bindings.wgsl" %}
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // TAPS 1-D factors
 // params.constant: the border value along the pass (column pass: the row pass applied to V).
+{% set accumulate = accumulate | default(false) %}
+{% set unrolled = baked or (unrolled | default(false)) %}
+{% if accumulate %}
+@group(0) @binding(4) var sum_src: texture_2d<f32>;  // the sum of the previous pairs
+{% endif %}
 
 const TAPS: i32 = {$ taps $};  // length of the 1-D kernel, anchored at TAPS / 2
 const BLOCK: i32 = {$ block $};  // outputs per invocation, along the pass
@@ -33,6 +42,7 @@ const BLOCK: i32 = {$ block $};  // outputs per invocation, along the pass
 {% macro at(i) %}vec2<i32>(first + {$ i $}, fixed){% endmacro %}
 {% macro load(i) %}load_mapped(border_index(start + {$ i $}, n), mapped){% endmacro %}
 {% endif %}
+{% macro plus_sum(i) %}{% if accumulate %} + textureLoad(sum_src, {$ at(i) $}, 0){% endif %}{% endmacro %}
 
 @compute @workgroup_size({$ wg_x $}, {$ wg_y $})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -52,13 +62,18 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let start = first - TAPS / 2;
     let mapped = border_index(fixed, across);
-{% if baked %}
+{% if unrolled %}
+{% if not baked %}
+{% for k in range(taps) %}
+    let w{$ k $} = weights[{$ k $}];
+{% endfor %}
+{% endif %}
 {% for i in range(block + taps - 1) %}
     let t{$ i $} = {$ load(i) $};
 {% endfor %}
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-        textureStore(dst, {$ at(o) $}, {% for k in range(taps) if baked[k] not in ("0.0", "-0.0") %}{$ baked[k] $} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% else %}vec4<f32>(0.0){% endfor %});
+        textureStore(dst, {$ at(o) $}, {% for k in range(taps) if not baked or baked[k] not in ("0.0", "-0.0") %}{% if baked %}{$ baked[k] $}{% else %}w{$ k $}{% endif %} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% else %}vec4<f32>(0.0){% endfor %}{$ plus_sum(o) $});
     }
 {% endfor %}
 {% else %}
@@ -69,6 +84,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
             acc += wk * {$ load("k") $};
         }
     }
-    textureStore(dst, {$ at(0) $}, acc);
+    textureStore(dst, {$ at(0) $}, acc{$ plus_sum(0) $});
 {% endif %}
 }

@@ -21,6 +21,7 @@ import numpy as np
 from blurapp.core.borders import BORDER_MODES, Border
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.kernel import Kernel
+from blurapp.core.lowrank import DEFAULT_TOLERANCE, check_tolerance
 from blurapp.core.numbers import RANGE_MODES, SUPPORTED_DTYPES
 from blurapp.core.planner import TILE_SIDES
 from blurapp.core.strategies import STRATEGIES, get_info
@@ -30,6 +31,7 @@ __all__ = [
     "DTYPES",
     "FilterSpec",
     "add_filter_arguments",
+    "add_tolerance_argument",
 ]
 
 ALPHA_MODES: tuple[str, ...] = ("premultiply", "straight")
@@ -52,6 +54,10 @@ class FilterSpec:
         linear: filter in linear light (sRGB decoded before, encoded after).
         dtype: the output's pixel type by name, or ``None`` for the input's (as far as the
             output file format holds it).
+        tolerance: the output error ``lowrank`` may make per unit of max |input|
+            (:mod:`blurapp.core.lowrank`), for strategies that take one (``lowrank``, and
+            ``auto`` when it picks lowrank); ``None``: the default, half an 8-bit step.
+            Always ``None`` for the others.
     """
 
     kernel: Kernel
@@ -63,6 +69,7 @@ class FilterSpec:
     alpha: str = "premultiply"
     linear: bool = False
     dtype: str | None = None
+    tolerance: float | None = None
 
     @classmethod
     def create(
@@ -77,6 +84,7 @@ class FilterSpec:
         alpha: str = "premultiply",
         linear: bool = False,
         dtype: str | np.dtype | type | None = None,
+        tolerance: float | None = None,
     ) -> FilterSpec:
         """A checked spec; every bad value is a :class:`UsageError` naming it (exit 2).
 
@@ -86,6 +94,8 @@ class FilterSpec:
             strategy: a registered strategy name.
             tile: 8, 16 or 32 for ``tiled``/``auto``; ignored (stored as ``None``) otherwise.
             convolve, range_mode, alpha, linear, dtype: see the class attributes.
+            tolerance: a number > 0 for ``lowrank``/``auto``; ignored (stored as ``None``)
+                otherwise, and ``None`` when it is the default.
         """
         k = Kernel.parse(kernel)
         info = get_info(strategy)
@@ -96,7 +106,10 @@ class FilterSpec:
                 sides = ", ".join(map(str, sorted(TILE_SIDES)))
                 raise StrategyError(f"tile size {tile} is not one of {sides}")
         tile = int(tile) if tile is not None and info.takes_tile else None
-        problem = info.why_not(k.for_convolution() if convolve else k)
+        tol = check_tolerance(tolerance) if tolerance is not None else None
+        if not info.takes_tolerance or tol == DEFAULT_TOLERANCE:
+            tol = None
+        problem = info.why_not(k.for_convolution() if convolve else k, tol)
         if problem:
             raise StrategyError(problem)
         if range_mode not in RANGE_MODES:
@@ -113,7 +126,7 @@ class FilterSpec:
                 raise UsageError(f"unknown output pixel type {dtype!r}; valid: {', '.join(DTYPES)}")
         return cls(
             k, Border.parse(border), strategy, tile, bool(convolve), range_mode, alpha,
-            bool(linear), name,
+            bool(linear), name, tol,
         )  # fmt: skip
 
     def replace(self, **changes: Any) -> FilterSpec:
@@ -158,6 +171,8 @@ class FilterSpec:
             argv.append("--linear")
         if self.dtype is not None:
             argv += ["--dtype", self.dtype]
+        if self.tolerance is not None:
+            argv += ["--tolerance", repr(self.tolerance)]
         return argv
 
     @classmethod
@@ -173,6 +188,7 @@ class FilterSpec:
             alpha=args.alpha,
             linear=args.linear,
             dtype=args.dtype,
+            tolerance=args.tolerance,
         )
 
     @classmethod
@@ -245,3 +261,27 @@ def add_filter_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
         help=f"output pixel type: {', '.join(DTYPES)} (default: the input's, as far as the "
         "output format holds it)",
     )
+    add_tolerance_argument(p)
+
+
+def add_tolerance_argument(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--tolerance E`` (apply, batch, bench, kernel): lowrank's error bound, checked."""
+    p.add_argument(
+        "--tolerance",
+        type=_tolerance,
+        metavar="E",
+        help="for --strategy lowrank (and auto when it picks it): the largest output error "
+        "per unit of the data range; lowrank uses the fewest separable pairs within it "
+        f"(default: {DEFAULT_TOLERANCE:.3g}, half an 8-bit step)",
+    )
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    try:
+        return check_tolerance(value)
+    except UsageError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -6,17 +6,24 @@ chooses"): direct reads every tap from global memory (b = 1) but has little else
 pays for its halo load and barrier (a = 10) and then reads taps from workgroup memory at half
 the cost; each separable pass costs a little more than a copy and then almost nothing per tap.
 So separable wins for every rank-1 kernel but 1×1, direct for small non-separable kernels (3×3)
-and tiled from 5×5 up. It is deliberately simple: its job is to make the choice that bench
-confirms and explain it in one line.
+and tiled from 5×5 up. A kernel of low rank k (:mod:`blurapp.core.lowrank`) costs k separable
+pairs plus the running sum each later pair reads back: lowrank wins once its taps outgrow
+k(rows + cols). ``fft`` costs a + b·log2(block) per pixel of its transform blocks, whatever the
+kernel; it is considered only when the registry has it (:func:`fft_cost`). Non-finite images
+are never given lowrank or fft, which would spread a NaN into taps of zero weight (DESIGN.md,
+"Numbers"). It is deliberately simple: its job is to make the choice that bench confirms and
+explain it in one line.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from blurapp.core import lowrank
 from blurapp.core.errors import StrategyError
-from blurapp.core.strategies import STRATEGIES
+from blurapp.core.strategies import LOWRANK, STRATEGIES
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -37,6 +44,25 @@ LINE_TAP = 0.075  # a multiply-add on registers
 # time, 65×65 at T=16 scalar 1.19 ×). Modelled as a factor 1 + SCALAR_TILE_COST / T on tiled's taps.
 SCALAR_TILE_COST = 20.0
 BAKED_TAPS = 65  # up to this many taps a 1-D pass has its weights baked in and unrolled
+# lowrank, per pair: its two 1-D passes read their weights from a buffer and write f32
+# intermediates the next pass reads; each pair after the first also reads the running sum back
+# in its column pass, which doubles that pass on lavapipe. Fitted to one interleaved run at
+# 1024×1024 RGBA f32 (docs/PERFORMANCE.md): a 9-tap pair 53 ms, its column pass 27 ms alone and
+# 51-62 ms adding the sum; disk r=4 (k=5) 374 ms of passes, laplacian (k=2) 134 ms, where
+# direct took 316 and 46 ms (3.75 ms a tap).
+LOWRANK_FIXED = 13.0
+LOWRANK_TAP = 0.3
+LOWRANK_SUM = 7.0
+# fft: per output pixel (FFT_FIXED + FFT_LOG2 * log2(block)) * block² / (block - K + 1)², the
+# transform's passes over a block and its overlap. Placeholders until the fft strategy exists
+# and bench fits them (docs/PERFORMANCE.md); the planner only uses them when "fft" is in the
+# registry.
+FFT = "fft"
+FFT_FIXED = 35.0
+FFT_LOG2 = 4.0
+FFT_MAX_BLOCK = 1024
+NON_FINITE = "the image has NaN or Inf, which lowrank and fft would spread into zero-weight taps"
+SPREADS_NAN = (LOWRANK, FFT)  # never planned for an image with NaN or Inf
 
 
 def line_block(taps: int) -> int:
@@ -148,6 +174,40 @@ def choose_tile(
     )
 
 
+def lowrank_cost(k: int, kernel_shape: tuple[int, int]) -> float:
+    """Modelled cost per pixel of k separable pairs summed on the GPU (units of a direct tap)."""
+    rows, cols = kernel_shape
+    return k * (LOWRANK_FIXED + LOWRANK_TAP * (rows + cols)) + (k - 1) * LOWRANK_SUM
+
+
+def fft_block(kernel_shape: tuple[int, int]) -> int:
+    """The transform block side the cost model assumes: the cheapest power of two that holds
+    the kernel twice, up to FFT_MAX_BLOCK (see :func:`fft_cost`)."""
+    side = max(kernel_shape)
+    best, best_cost = 0, math.inf
+    block = 1 << max(3, math.ceil(math.log2(2 * side)))
+    while block <= max(FFT_MAX_BLOCK, 2 * side):
+        cost = _fft_block_cost(block, side)
+        if cost < best_cost:
+            best, best_cost = block, cost
+        block *= 2
+    return best
+
+
+def _fft_block_cost(block: int, side: int) -> float:
+    valid = block - side + 1
+    return (FFT_FIXED + FFT_LOG2 * math.log2(block)) * block * block / (valid * valid)
+
+
+def fft_cost(kernel_shape: tuple[int, int]) -> float | None:
+    """Modelled cost per pixel of ``fft`` (units of a direct tap), or ``None`` while the
+    registry has no ``fft`` strategy. The form a + b·log2(block) per transformed pixel, times
+    the overlap of the blocks, is fitted with bench once it exists."""
+    if FFT not in STRATEGIES:
+        return None
+    return _fft_block_cost(fft_block(kernel_shape), max(kernel_shape))
+
+
 @dataclass(frozen=True)
 class Plan:
     """The strategy ``auto`` runs, the tile for ``tiled``, and a one-line reason."""
@@ -164,17 +224,36 @@ class Plan:
         return {"strategy": self.strategy, "tile": self.tile, "reason": self.reason}
 
 
-def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
+def plan(
+    kernel: Kernel,
+    limits: DeviceLimits | None,
+    *,
+    tolerance: float | None = None,
+    finite: bool = True,
+) -> Plan:
     """Choose a strategy for ``kernel`` on a device with ``limits`` (``None``: no GPU).
 
     Arguments:
         kernel: the kernel to run.
         limits: the adapter's limits, or ``None`` when there is no adapter.
+        tolerance: the error lowrank may make (``--tolerance``; ``None``: the default).
+        finite: ``False`` when the image has NaN or Inf: lowrank and fft are then left out,
+            and the reason says so.
 
     Returns:
         A :class:`Plan` with its reason, e.g. ``"rank 1, 17×17 taps: separable does 34
         multiply-adds per pixel instead of 289"``.
     """
+    chosen = _plan(kernel, limits, tolerance, finite=True)
+    if finite or chosen.strategy not in SPREADS_NAN:
+        return chosen
+    other = _plan(kernel, limits, tolerance, finite=False)
+    return Plan(other.strategy, other.tile, f"{NON_FINITE}; {other.reason}")
+
+
+def _plan(
+    kernel: Kernel, limits: DeviceLimits | None, tolerance: float | None, *, finite: bool
+) -> Plan:
     rows, cols = kernel.shape
     taps = rows * cols
     if limits is None:
@@ -211,6 +290,36 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
         tile = choose_tile((rows, cols), limits)
     except StrategyError:
         tile = None
+    tiled_cost = math.inf
+    if tile is not None:
+        per_tap = TILED_TAP
+        if tile.layout == "scalar":
+            per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
+        tiled_cost = TILED_FIXED + taps * per_tap
+    best = min(direct_cost, tiled_cost)
+    if finite:
+        fft = fft_cost((rows, cols))
+        low = None
+        if lowrank.why_not(kernel, tolerance) is None:
+            low = lowrank.low_rank(kernel, tolerance)
+        low_cost = lowrank_cost(low.k, (rows, cols)) if low is not None else math.inf
+        if fft is not None and fft < min(best, low_cost):
+            block = fft_block((rows, cols))
+            rival = min(best, low_cost)
+            name = "lowrank" if low_cost == rival else "direct" if direct_cost == rival else "tiled"
+            return Plan(
+                FFT,
+                None,
+                f"rank {rank}, {size} taps: fft's {block}×{block} transforms cost about as much "
+                f"per pixel as {fft:.0f} direct taps, {name} {rival:.0f}",
+            )
+        if low is not None and low_cost < best:
+            return Plan(
+                LOWRANK,
+                None,
+                f"rank {rank}, {size} taps: {low.describe()}; {low.k} separable pairs do "
+                f"{low.k * (rows + cols)} multiply-adds per pixel instead of {taps}",
+            )
     if tile is None:
         return Plan(
             "direct",
@@ -218,10 +327,6 @@ def plan(kernel: Kernel, limits: DeviceLimits | None) -> Plan:
             f"rank {rank}, {size} taps: the halo does not fit workgroup memory "
             f"({limits.workgroup_storage} bytes); direct reads every tap from global memory",
         )
-    per_tap = TILED_TAP
-    if tile.layout == "scalar":
-        per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
-    tiled_cost = TILED_FIXED + taps * per_tap
     if tiled_cost < direct_cost:
         per_px = halo_texels(tile.tile, (rows, cols)) / tile.tile**2
         return Plan(

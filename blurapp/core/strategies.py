@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AUTO",
     "CPU",
+    "LOWRANK",
     "STRATEGIES",
     "StrategyInfo",
     "compared_names",
@@ -31,6 +32,7 @@ __all__ = [
 
 AUTO = "auto"
 CPU = "cpu"
+LOWRANK = "lowrank"
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ class StrategyInfo:
         colour: its colour in plots and comparison panes (``#rrggbb``).
         needs_rank1: only rank ≤ 1 (separable) kernels.
         takes_tile: ``--tile`` means something to it.
+        takes_tolerance: ``--tolerance`` means something to it (it may approximate the kernel
+            within it: ``lowrank``, and ``auto`` when it picks lowrank).
     """
 
     name: str
@@ -53,9 +57,17 @@ class StrategyInfo:
     colour: str
     needs_rank1: bool = False
     takes_tile: bool = False
+    takes_tolerance: bool = False
 
-    def why_not(self, kernel: Kernel) -> str | None:
-        """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can."""
+    def why_not(self, kernel: Kernel, tolerance: float | None = None) -> str | None:
+        """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can.
+
+        ``tolerance``: the ``--tolerance`` asked for (``None``: the default), for ``lowrank``.
+        """
+        if self.name == LOWRANK:
+            from blurapp.core import lowrank
+
+            return lowrank.why_not(kernel, tolerance)
         if self.needs_rank1:
             rank = kernel.separability.rank
             if rank > 1:
@@ -70,7 +82,7 @@ STRATEGIES: dict[str, StrategyInfo] = {
     info.name: info
     for info in (
         StrategyInfo(AUTO, "planner", "the planner picks a strategy and says why", "#444444",
-                     takes_tile=True),
+                     takes_tile=True, takes_tolerance=True),
         StrategyInfo("direct", "gpu",
                      "one invocation per output pixel, every tap read from global memory",
                      "#d62728"),
@@ -83,6 +95,9 @@ STRATEGIES: dict[str, StrategyInfo] = {
         StrategyInfo("transpose", "gpu",
                      "row pass, tiled transpose, the same row pass, transpose back", "#9467bd",
                      needs_rank1=True),
+        StrategyInfo(LOWRANK, "gpu",
+                     "a sum of k separable pass pairs from the SVD, k the exact rank or the "
+                     "fewest within --tolerance", "#ff7f0e", takes_tolerance=True),
         StrategyInfo("fft", "gpu",
                      "FFT convolution in overlap-save blocks (power-of-two sides up to 2048), "
                      "the image's transforms on the GPU", "#17becf"),
@@ -120,9 +135,10 @@ def get_info(name: str) -> StrategyInfo:
         ) from None
 
 
-def why_not(name: str, kernel: Kernel) -> str | None:
-    """Why strategy ``name`` cannot run ``kernel``, or ``None`` when it can (unknown names too)."""
+def why_not(name: str, kernel: Kernel, tolerance: float | None = None) -> str | None:
+    """Why strategy ``name`` cannot run ``kernel`` (within ``tolerance``, for lowrank), or
+    ``None`` when it can; unknown names get a line too."""
     info = STRATEGIES.get(name) if isinstance(name, str) else None
     if info is None:
         return f"unknown strategy {name!r}: choose one of {', '.join(STRATEGIES)}"
-    return info.why_not(kernel)
+    return info.why_not(kernel, tolerance)

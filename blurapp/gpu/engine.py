@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from blurapp.core import strategies as registry
 from blurapp.core.borders import Border
 from blurapp.core.errors import ImageError, KernelSpecError, UsageError
+from blurapp.core.lowrank import MAX_TERMS
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.device import GpuContext, get_device
@@ -59,7 +61,9 @@ STORAGE_FORMATS: dict[str, tuple[str, type, int]] = {
 # Weight buffers start big enough for a 257×257 kernel, so changing the kernel of a live
 # preview does not reallocate them; a larger kernel grows them (and rebuilds the bind groups).
 _WEIGHTS_CAPACITY = 257 * 257 * 4
-_MAX_PASSES = 4
+# lowrank's 2 passes per pair bound the passes of one run; their weight buffers are made when
+# a run first needs them, so the other strategies still hold four.
+_MAX_PASSES = 2 * MAX_TERMS
 _ROW_ALIGN = 256  # copy_texture_to_buffer's bytes_per_row alignment
 _KEPT_SHAPES = 4  # image shapes whose resources stay cached (least recently used dropped)
 # Pipelines and shader modules kept. Every GPU strategy x every border mode x both output
@@ -186,6 +190,24 @@ def _pass_bytes(p: PassSpec, input_texel_bytes: int) -> int:
     return (p.bytes_modelled - written) * input_texel_bytes // TEXEL_BYTES + written
 
 
+def _passes(
+    strategy: str,
+    kernel: Kernel,
+    border_mode: int,
+    constant: float,
+    size: tuple[int, int],
+    limits: DeviceLimits,
+    tile: int | None,
+    channels: int,
+    tolerance: float | None,
+) -> tuple[PassSpec, ...]:
+    """The strategy's passes; ``tolerance`` goes only to the strategies that take one."""
+    extra = {"tolerance": tolerance} if registry.STRATEGIES[strategy].takes_tolerance else {}
+    return get_strategy(strategy).passes(
+        kernel, border_mode, constant, size, limits, tile, channels, **extra
+    )
+
+
 def modelled_bytes(
     strategy: str,
     kernel: Kernel,
@@ -195,6 +217,7 @@ def modelled_bytes(
     limits: DeviceLimits | None = None,
     storage: str = "rgba32f",
     output: str = "rgba32f",
+    tolerance: float | None = None,
 ) -> dict[str, int]:
     """Global-memory bytes each pass of ``strategy`` is modelled to read and write, without running.
 
@@ -211,6 +234,7 @@ def modelled_bytes(
         limits: the device limits (WebGPU's defaults when ``None``).
         storage: the input texture's storage format (``STORAGE_FORMATS``).
         output: the output texture's format (``OUTPUT_FORMATS``).
+        tolerance: ``lowrank``'s ``--tolerance`` (``None``: the default).
 
     Returns:
         ``{pass name: bytes}`` in pass order.
@@ -221,7 +245,8 @@ def modelled_bytes(
     _check_output(output)
     height, width = int(shape[0]), int(shape[1])
     channels = int(shape[2]) if len(shape) > 2 else 4
-    passes = get_strategy(strategy).passes(kernel, 0, 0.0, (width, height), limits, tile, channels)
+    get_strategy(strategy)
+    passes = _passes(strategy, kernel, 0, 0.0, (width, height), limits, tile, channels, tolerance)
     passes = with_output(passes, output)
     return {p.name: _pass_bytes(p, texel) for p in passes}
 
@@ -250,9 +275,9 @@ class GpuFilter:
         )
         self._weights: list[Any] = []
         self._weights_capacity = 0
-        # dst texture format -> (bind group layout, pipeline layout): the storage texture's
-        # format is part of the layout.
-        self._layouts: dict[str, tuple[Any, Any]] = {}
+        # (dst texture format, adds a sum) -> (bind group layout, pipeline layout): the storage
+        # texture's format is part of the layout, and so is lowrank's sum texture (binding 4).
+        self._layouts: dict[tuple[str, bool], tuple[Any, Any]] = {}
         self._timer: PassTimer | None = None
         self.uploads = 0  # input textures written (a run with a known input_key skips it)
 
@@ -277,6 +302,7 @@ class GpuFilter:
         convert: Callable[[np.ndarray], np.ndarray] | None = None,
         output: str = "rgba32f",
         input_key: Hashable | None = None,
+        tolerance: float | None = None,
     ) -> tuple[np.ndarray, Timing]:
         """Correlate ``x`` with ``kernel`` on the GPU.
 
@@ -307,6 +333,8 @@ class GpuFilter:
                 key (and as many channels), it is used as it is, without uploading ``x`` again:
                 a live preview that changes only the kernel or the border re-runs the passes
                 alone. The caller promises that equal keys mean equal pixels.
+            tolerance: for ``lowrank``: the output error allowed per unit of max |x|
+                (``None``: half an 8-bit step; see :mod:`blurapp.core.lowrank`).
 
         Returns:
             The float32 (``output="rgba8"``: uint8) result, or ``convert``'s, with ``x``'s
@@ -326,14 +354,15 @@ class GpuFilter:
         _check_output(output)
         border = Border.parse(border)
         _check_kernel(kernel)
-        strat.check(kernel)
+        strat.check(kernel, tolerance)
         ctx = self.context
         squeeze = np.ndim(x) == 2
         x = _check_image(x, ctx.limits, int(ctx.device.limits["max-buffer-size"]))
         height, width, channels = x.shape
-        passes = strat.passes(
-            kernel, border.mode.value, border.value, (width, height), ctx.limits, tile, channels
-        )
+        passes = _passes(
+            strategy, kernel, border.mode.value, border.value, (width, height), ctx.limits,
+            tile, channels, tolerance,
+        )  # fmt: skip
         passes = with_output(passes, output)
         with self._lock:
             if hasattr(strat, "run"):  # buffers and passes of its own (fft); timed the same way
@@ -364,6 +393,7 @@ class GpuFilter:
         tile: int | None = None,
         storage: str = "rgba32f",
         output: str = "rgba32f",
+        tolerance: float | None = None,
     ) -> dict[str, int]:
         """:func:`modelled_bytes` with this device's limits."""
         return modelled_bytes(
@@ -374,6 +404,7 @@ class GpuFilter:
             limits=self.context.limits,
             storage=storage,
             output=output,
+            tolerance=tolerance,
         )
 
     def clear(self) -> None:
@@ -396,7 +427,8 @@ class GpuFilter:
         height, width, channels = x.shape
         fmt = STORAGE_FORMATS[storage][0]
         res = self._resources(width, height)
-        strategy_key = "/".join(p.shader for p in passes)
+        # The passes' shaders and texture slots name their bind groups and uniforms.
+        strategy_key = "/".join(f"{p.shader}:{p.src}>{p.dst}+{p.add}" for p in passes)
         self._upload(res, x, storage, input_key)
 
         commands = []
@@ -542,21 +574,20 @@ class GpuFilter:
             res.textures[key] = found
         return found
 
-    def _layouts_for(self, dst_fmt: str) -> tuple[Any, Any]:
-        """The bind group layout and pipeline layout of passes that write ``dst_fmt``."""
+    def _layouts_for(self, dst_fmt: str, adds: bool = False) -> tuple[Any, Any]:
+        """The bind group layout and pipeline layout of passes that write ``dst_fmt`` (and, with
+        ``adds``, read a running sum at binding 4)."""
         import wgpu
 
-        found = self._layouts.get(dst_fmt)
+        found = self._layouts.get((dst_fmt, adds))
         if found is None:
             compute = wgpu.ShaderStage.COMPUTE
             device = self.context.device
+            texture = {"sample_type": "unfilterable-float", "view_dimension": "2d"}
+            extra = [{"binding": 4, "visibility": compute, "texture": texture}] if adds else []
             layout = device.create_bind_group_layout(
                 entries=[
-                    {
-                        "binding": 0,
-                        "visibility": compute,
-                        "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"},
-                    },
+                    {"binding": 0, "visibility": compute, "texture": texture},
                     {
                         "binding": 1,
                         "visibility": compute,
@@ -568,23 +599,27 @@ class GpuFilter:
                     },
                     {"binding": 2, "visibility": compute, "buffer": {"type": "read-only-storage"}},
                     {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
+                    *extra,
                 ]
             )
             found = (layout, device.create_pipeline_layout(bind_group_layouts=[layout]))
-            self._layouts[dst_fmt] = found
+            self._layouts[(dst_fmt, adds)] = found
         return found
 
-    def _weights_buffers(self, needed: int) -> list[Any]:
+    def _weights_buffers(self, needed: int, passes: int = 4) -> list[Any]:
+        """At least ``passes`` weight buffers (one per pass index) of ``needed`` bytes each."""
         import wgpu
 
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
         if needed > self._weights_capacity or not self._weights:
             self._weights_capacity = max(_WEIGHTS_CAPACITY, needed)
-            usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
             self._weights = [
-                self._buffer(self._weights_capacity, usage) for _ in range(_MAX_PASSES)
+                self._buffer(self._weights_capacity, usage) for _ in range(max(4, passes))
             ]
             for res in self._shapes.values():  # they bound the old buffers
                 res.bind_groups.clear()
+        while len(self._weights) < passes:  # lowrank's later passes: new buffers, new indices
+            self._weights.append(self._buffer(self._weights_capacity, usage))
         return self._weights
 
     def _bind_group(
@@ -592,7 +627,7 @@ class GpuFilter:
     ) -> Any:
         import wgpu
 
-        weights = self._weights_buffers(0 if p.weights is None else p.weights.nbytes)
+        weights = self._weights_buffers(0 if p.weights is None else p.weights.nbytes, i + 1)
         key = (strategy_key, i)
         if key not in res.uniforms:
             res.uniforms[key] = self._buffer(
@@ -606,13 +641,18 @@ class GpuFilter:
         if group is None:
             _, src_view = self._texture(res, p.src, p.size, src_fmt)
             _, dst_view = self._texture(res, p.dst, p.out_size, dst_fmt)
+            extra = []
+            if p.add is not None:
+                _, sum_view = self._texture(res, p.add, p.out_size)
+                extra.append({"binding": 4, "resource": sum_view})
             group = self.context.device.create_bind_group(
-                layout=self._layouts_for(dst_fmt)[0],
+                layout=self._layouts_for(dst_fmt, p.add is not None)[0],
                 entries=[
                     {"binding": 0, "resource": src_view},
                     {"binding": 1, "resource": dst_view},
                     {"binding": 2, "resource": {"buffer": weights[i]}},
                     {"binding": 3, "resource": {"buffer": res.uniforms[key]}},
+                    *extra,
                 ],
             )
             self.stats["bind_groups"] += 1
@@ -636,7 +676,7 @@ class GpuFilter:
         module = self._modules.get_or_make((p.shader, p.template), make_module)
         pipeline = device.create_compute_pipeline(
             label=p.shader,
-            layout=self._layouts_for(_dst_format(p))[1],
+            layout=self._layouts_for(_dst_format(p), p.add is not None)[1],
             compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
         )
         self.stats["pipelines"] += 1

@@ -30,6 +30,7 @@ __all__ = [
     "TEXEL_BYTES",
     "DirectStrategy",
     "FftStrategy",
+    "LowRankStrategy",
     "PassSpec",
     "SeparableStrategy",
     "Strategy",
@@ -75,6 +76,8 @@ class PassSpec:
         weights: float32 taps the shader reads, or ``None``.
         constant: the value read outside the image in constant border mode.
         bytes_modelled: global-memory bytes read and written, halo loads included.
+        add: a texture slot read at each output texel and added to the result (lowrank's
+            running sum), or ``None``.
     """
 
     name: str
@@ -89,6 +92,7 @@ class PassSpec:
     weights: np.ndarray | None
     constant: float
     bytes_modelled: int
+    add: str | None = None
 
 
 def _groups(n: int, side: int) -> int:
@@ -136,13 +140,13 @@ class Strategy(ABC):
     def summary(self) -> str:
         return self.info.summary
 
-    def why_not(self, kernel: Kernel) -> str | None:
+    def why_not(self, kernel: Kernel, tolerance: float | None = None) -> str | None:
         """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can."""
-        return self.info.why_not(kernel)
+        return self.info.why_not(kernel, tolerance)
 
-    def check(self, kernel: Kernel) -> None:
+    def check(self, kernel: Kernel, tolerance: float | None = None) -> None:
         """Raise :class:`StrategyError` with :meth:`why_not`'s line when it cannot run."""
-        reason = self.why_not(kernel)
+        reason = self.why_not(kernel, tolerance)
         if reason is not None:
             raise StrategyError(reason)
 
@@ -277,11 +281,27 @@ def _line_pass(
     dst: str,
     *,
     vertical: bool,
+    bake: bool = True,
+    add: str | None = None,
 ) -> PassSpec:
+    """A 1-D pass; ``bake=False`` reads the weights from the buffer (unrolled all the same up to
+    BAKED_TAPS), ``add`` is the slot of a running sum to add (lowrank)."""
     width, height = size
     n = len(taps)
     block = line_block(n)
-    baked = tuple(_literal(v) for v in taps) if n <= BAKED_TAPS else None
+    unrolled = n <= BAKED_TAPS
+    baked = tuple(_literal(v) for v in taps) if unrolled and bake else None
+    template: tuple[tuple[str, Any], ...] = (
+        ("wg_x", _COLS_WORKGROUP[0] if vertical else _ROWS_WORKGROUP[0]),
+        ("wg_y", _COLS_WORKGROUP[1] if vertical else _ROWS_WORKGROUP[1]),
+        ("taps", n),
+        ("block", block),
+        ("baked", baked),
+    )
+    if not bake:
+        template += (("unrolled", unrolled),)
+    if add is not None:
+        template += (("accumulate", True),)
     wg_x, wg_y = _COLS_WORKGROUP if vertical else _ROWS_WORKGROUP
     if vertical:
         blocks = width * _groups(height, block)
@@ -292,13 +312,7 @@ def _line_pass(
     return PassSpec(
         name=name,
         shader="separable_cols" if vertical else "separable_rows",
-        template=(
-            ("wg_x", wg_x),
-            ("wg_y", wg_y),
-            ("taps", n),
-            ("block", block),
-            ("baked", baked),
-        ),
+        template=template,
         constants=(("BORDER_MODE", border_mode),),
         src=src,
         dst=dst,
@@ -307,8 +321,11 @@ def _line_pass(
         workgroups=workgroups,
         weights=np.asarray(taps, dtype=np.float32),
         constant=constant,
-        # Each block reads its outputs plus the 1-D halo once, and writes its outputs.
-        bytes_modelled=(blocks * (block + n - 1) + width * height) * TEXEL_BYTES,
+        # Each block reads its outputs plus the 1-D halo once, and writes its outputs (and
+        # reads the running sum once per output when it adds one).
+        bytes_modelled=(blocks * (block + n - 1) + (2 if add else 1) * width * height)
+        * TEXEL_BYTES,
+        add=add,
     )
 
 
@@ -389,6 +406,47 @@ class TransposeStrategy(_RankOneStrategy):
         )
 
 
+class LowRankStrategy(Strategy):
+    """A sum of k separable pairs (blurapp.core.lowrank chooses k and states the error).
+
+    Pair j runs a row pass (input -> tmp0) and a column pass that adds the sum of pairs
+    0..j-1, read from one of two ping-pong textures (tmp1, tmp2), and writes the sum so far;
+    the last one writes the output. Nothing is read back in between. The 1-D passes read their
+    weights from the buffer (unrolled all the same), so every pair, and every kernel of the same
+    size, shares one row and one column pipeline instead of compiling 2k.
+    """
+
+    name = "lowrank"
+
+    def passes(
+        self, kernel, border_mode, constant, size, limits, tile=None, channels=4, tolerance=None
+    ):
+        from blurapp.core.lowrank import low_rank
+
+        _check_kernel_size(kernel)
+        chosen = low_rank(kernel, tolerance)
+        out: list[PassSpec] = []
+        total = None
+        for j, (column, row) in enumerate(zip(chosen.columns, chosen.rows, strict=True)):
+            last = j == chosen.k - 1
+            dst = "output" if last else ("tmp1", "tmp2")[j % 2]
+            out.append(
+                _line_pass(
+                    f"rows{j + 1}", row, border_mode, constant, size, "input", "tmp0",
+                    vertical=False, bake=False,
+                )
+            )  # fmt: skip
+            # Outside the image along y the column pass reads pair j's rows of constants.
+            out.append(
+                _line_pass(
+                    f"cols{j + 1}", column, border_mode, float(constant * row.sum()), size,
+                    "tmp0", dst, vertical=True, bake=False, add=total,
+                )
+            )  # fmt: skip
+            total = dst
+        return tuple(out)
+
+
 class FftStrategy(Strategy):
     """FFT convolution in overlap-save blocks; the passes and shaders are in blurapp.gpu.fft.
 
@@ -421,8 +479,11 @@ class FftStrategy(Strategy):
 # In the registry's order; tests check that every GPU entry of the registry has its class.
 _CLASSES = {
     c.name: c
-    for c in (DirectStrategy, TiledStrategy, SeparableStrategy, TransposeStrategy, FftStrategy)
-}
+    for c in (
+        DirectStrategy, TiledStrategy, SeparableStrategy, TransposeStrategy, LowRankStrategy,
+        FftStrategy,
+    )
+}  # fmt: skip
 STRATEGIES: dict[str, Strategy] = {
     name: _CLASSES[name]() for name in registry.gpu_names() if name in _CLASSES
 }

@@ -46,6 +46,26 @@ def test_kernel_text_for_a_non_separable_kernel() -> None:
     assert factors is None
 
 
+def test_kernel_states_lowrank_pairs_and_promised_error() -> None:
+    # Issue 14's goal: lowrank on disk:radius=16 at tolerance 1e-2 prints its rank and error.
+    proc = blurapp("kernel", "disk:radius=16", "--tolerance", "1e-2", "--no-plan")
+    assert proc.returncode == 0, proc.stderr
+    assert "rank     12 " in proc.stdout
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("lowrank"))
+    assert line == (
+        "lowrank  k=11 separable pairs (tolerance 0.01): max |output error| ≤ 1.3e-06 × max |input|"
+    )
+    report = json.loads(blurapp("kernel", "disk:radius=16.5", "--json", "--no-plan",
+                                "--tolerance", "0.01").stdout)  # fmt: skip
+    low = report["lowrank"]
+    assert (low["k"], low["exact"], low["tolerance"]) == (9, False, 0.01)
+    assert low["error"] <= 0.01
+    unsharp = blurapp("kernel", "unsharp:sigma=2", "--no-plan").stdout
+    assert "lowrank  k=2 separable pairs (the exact rank)" in unsharp
+    bad = blurapp("kernel", "box:3", "--tolerance", "0")
+    assert bad.returncode == 2 and "tolerance" in bad.stderr and "Traceback" not in bad.stderr
+
+
 @pytest.mark.gpu
 def test_kernel_shows_the_plan(gpu: object) -> None:
     proc = blurapp("kernel", "gaussian:sigma=2")

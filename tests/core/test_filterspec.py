@@ -85,6 +85,7 @@ def test_replace_checks_like_create() -> None:
     alpha=st.sampled_from(["premultiply", "straight"]),
     linear=st.booleans(),
     dtype=st.sampled_from([None, *DTYPES]),
+    tolerance=st.sampled_from([None, 1e-2, 0.5 / 255, 3.3e-4, 0.1 + 0.2]),
 )
 def test_argv_round_trip(**kwargs) -> None:
     try:
@@ -116,3 +117,35 @@ def test_help_lists_the_registries() -> None:
     text = " ".join(parser.format_help().split())
     assert ", ".join(STRATEGIES) in text
     assert ", ".join(RANGE_MODES) in text
+
+
+def test_tolerance_only_for_strategies_that_take_one() -> None:
+    spec = FilterSpec.create("disk:radius=8", strategy="lowrank", tolerance=1e-2)
+    assert spec.tolerance == 1e-2
+    assert spec.to_argv()[-2:] == ["--tolerance", "0.01"]
+    assert FilterSpec.create("disk:radius=8", strategy="auto", tolerance=1e-2).tolerance == 1e-2
+    # The default is stored as None (no option in the command line); direct ignores it.
+    assert (
+        FilterSpec.create("disk:radius=8", strategy="lowrank", tolerance=0.5 / 255).tolerance
+        is None
+    )
+    assert FilterSpec.create("disk:radius=8", strategy="direct", tolerance=1e-2).tolerance is None
+    assert spec.replace(strategy="tiled").tolerance is None
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_tolerances_are_one_line(bad: float) -> None:
+    with pytest.raises(UsageError, match="tolerance must be a finite number > 0"):
+        FilterSpec.create("disk:radius=8", strategy="lowrank", tolerance=bad)
+    with pytest.raises(UsageError, match="--tolerance"):
+        FilterSpec.from_argv(["--kernel", "box:3", "--tolerance", str(bad)])
+    with pytest.raises(UsageError, match="--tolerance"):
+        FilterSpec.from_argv(["--kernel", "box:3", "--tolerance", "lots"])
+
+
+def test_lowrank_beyond_its_pairs_is_refused_where_the_spec_enters() -> None:
+    w = np.random.default_rng(3).random((49, 49))
+    w /= w.sum()
+    with pytest.raises(StrategyError, match="more than 32 separable pairs"):
+        FilterSpec.create(Kernel.from_weights(w), strategy="lowrank", tolerance=1e-9)
+    FilterSpec.create(Kernel.from_weights(w), strategy="lowrank", tolerance=0.5)  # a few do

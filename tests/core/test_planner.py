@@ -2,14 +2,45 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from blurapp.core import planner
 from blurapp.core.errors import StrategyError
 from blurapp.core.kernel import Kernel
-from blurapp.core.planner import DeviceLimits, choose_tile, halo_texels, plan, tile_invocations
+from blurapp.core.planner import (
+    NON_FINITE,
+    DeviceLimits,
+    choose_tile,
+    fft_block,
+    fft_cost,
+    halo_texels,
+    lowrank_cost,
+    plan,
+    tile_invocations,
+)
+from blurapp.core.strategies import STRATEGIES, StrategyInfo
 
 LAVAPIPE = DeviceLimits(workgroup_storage=32768, max_invocations=1024, max_texture_side=16384)
 WEBGPU_DEFAULT = DeviceLimits()
+
+
+@pytest.fixture(autouse=True)
+def without_fft(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The choices among the other strategies, whether or not the registry has fft yet (the
+    tests that want it add it themselves)."""
+    monkeypatch.setattr(planner, "STRATEGIES", {k: v for k, v in STRATEGIES.items() if k != "fft"})
+
+
+def with_fft(monkeypatch: pytest.MonkeyPatch) -> None:
+    fft = StrategyInfo("fft", "gpu", "FFT convolution", "#17becf")
+    monkeypatch.setattr(planner, "STRATEGIES", {**planner.STRATEGIES, "fft": fft})
+
+
+def random_kernel(side: int) -> Kernel:
+    """A full-rank kernel: lowrank would need more than 32 pairs."""
+    w = np.random.default_rng(side).random((side, side))
+    return Kernel.from_weights(w / w.sum())
 
 
 def test_halo_overhead_matches_design_figures() -> None:
@@ -101,10 +132,11 @@ def test_plan_one_dimensional_kernels() -> None:
 
 def test_plan_scalar_halo_only_where_it_pays() -> None:
     # bench, 256×256: 49×49 tiled (T=32, one-channel halo) 0.78 × direct's time; 65×65
-    # (T=16, one-channel halo) 1.19 ×: tiled for the first, direct for the second.
-    p = plan(Kernel.parse("disk:radius=24"), LAVAPIPE)
+    # (T=16, one-channel halo) 1.19 ×: tiled for the first, direct for the second. Full-rank
+    # kernels, so that lowrank is out of the question.
+    p = plan(random_kernel(49), LAVAPIPE)
     assert (p.strategy, p.tile) == ("tiled", 32)
-    p = plan(Kernel.parse("disk:radius=32"), LAVAPIPE)
+    p = plan(random_kernel(65), LAVAPIPE)
     assert p.strategy == "direct"
     assert "one-channel halo" in p.reason and "per channel" in p.reason
 
@@ -112,6 +144,72 @@ def test_plan_scalar_halo_only_where_it_pays() -> None:
 def test_plan_without_gpu_and_for_huge_kernels() -> None:
     assert plan(Kernel.parse("box:3"), None).strategy == "cpu"
     assert plan(Kernel.parse("matrix:1x1:2"), LAVAPIPE).strategy == "direct"
-    p = plan(Kernel.parse("disk:radius=100"), LAVAPIPE)
+    p = plan(random_kernel(201), LAVAPIPE)
     assert p.strategy == "direct"
     assert "does not fit" in p.reason
+
+
+def test_plan_lowrank_where_a_few_pairs_do() -> None:
+    # One interleaved run at 1024×1024 (docs/PERFORMANCE.md): unsharp and DoG are 2 pairs,
+    # LoG 3; a disk of radius 16 is 11 pairs within half an 8-bit step and beats tiled (1988
+    # against 3324 ms), one of radius 8 is 7 pairs and does not (1121 against 687 ms).
+    for spec, k in (("unsharp:sigma=2", 2), ("dog:sigma=1,2", 2), ("log:sigma=3", 3)):
+        p = plan(Kernel.parse(spec), LAVAPIPE)
+        assert p.strategy == "lowrank" and p.tile is None, spec
+        assert f"lowrank k={k} (the exact rank)" in p.reason
+    p = plan(Kernel.parse("log:sigma=1.5"), LAVAPIPE)
+    assert p.reason == (
+        "rank 3, 13×13 taps: lowrank k=3 (the exact rank), error ≤ 5.3e-16; 3 separable "
+        "pairs do 78 multiply-adds per pixel instead of 169"
+    )
+    p = plan(Kernel.parse("disk:radius=16"), LAVAPIPE)
+    assert p.strategy == "lowrank"
+    assert "lowrank k=11 (tolerance 0.00196)" in p.reason and "\n" not in p.reason
+    assert plan(Kernel.parse("disk:radius=8"), LAVAPIPE).strategy == "tiled"
+    # The smallest kernels stay with direct and tiled: two 1-D passes per pair cost more.
+    assert plan(Kernel.parse("laplacian"), LAVAPIPE).strategy == "direct"
+    assert plan(Kernel.parse("disk:radius=4"), LAVAPIPE).strategy == "tiled"
+
+
+def test_plan_lowrank_follows_the_tolerance() -> None:
+    k = Kernel.parse("disk:radius=16.5")  # rank 11
+    assert "lowrank k=10 " in plan(k, LAVAPIPE).reason
+    assert (
+        "lowrank k=9 (tolerance 0.01), error ≤ 0.0098" in plan(k, LAVAPIPE, tolerance=1e-2).reason
+    )
+    # A tolerance no number of pairs up to 32 meets leaves lowrank out.
+    assert plan(random_kernel(49), LAVAPIPE, tolerance=1e-9).strategy != "lowrank"
+    assert lowrank_cost(2, (17, 17)) < lowrank_cost(3, (17, 17)) < lowrank_cost(3, (25, 25))
+
+
+def test_non_finite_images_are_not_given_lowrank_and_the_reason_says_so() -> None:
+    k = Kernel.parse("disk:radius=16")
+    p = plan(k, LAVAPIPE, finite=False)
+    assert p.strategy == "tiled"
+    assert p.reason.startswith(NON_FINITE + "; rank 12, so not separable; tiled")
+    # When lowrank would not have been chosen anyway, nothing changes.
+    assert plan(Kernel.parse("disk:radius=4"), LAVAPIPE, finite=False) == plan(
+        Kernel.parse("disk:radius=4"), LAVAPIPE
+    )
+
+
+def test_fft_only_once_the_registry_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert fft_cost((33, 33)) is None
+    kernels = ["disk:radius=16", "disk:radius=30", "bokeh:radius=30", "gaussian:sigma=9"]
+    assert all(plan(Kernel.parse(s), LAVAPIPE).strategy != "fft" for s in kernels)
+    with_fft(monkeypatch)
+    cost = fft_cost((33, 33))
+    assert cost is not None and cost == fft_cost((33, 31))  # the larger side decides the block
+    # a + b·log2(block) per transformed pixel, times the blocks' overlap.
+    block = fft_block((33, 33))
+    assert block & (block - 1) == 0 and block >= 66
+    overlap = block**2 / (block - 32) ** 2
+    assert cost == pytest.approx((planner.FFT_FIXED + planner.FFT_LOG2 * np.log2(block)) * overlap)
+    p = plan(Kernel.parse("disk:radius=30"), LAVAPIPE)
+    assert p.strategy == "fft" and p.tile is None
+    assert p.reason.startswith("rank 20, 61×61 taps: fft's ") and "lowrank" in p.reason
+    # Rank 1 stays separable, small kernels direct or tiled, and NaN keeps fft away too.
+    assert plan(Kernel.parse("gaussian:sigma=9"), LAVAPIPE).strategy == "separable"
+    assert plan(Kernel.parse("laplacian"), LAVAPIPE).strategy == "direct"
+    p = plan(Kernel.parse("disk:radius=30"), LAVAPIPE, finite=False)
+    assert p.strategy not in ("fft", "lowrank") and p.reason.startswith(NON_FINITE)
