@@ -130,6 +130,10 @@ class ConvOptions:
             input's min/max range, affine; the weights symmetric, zero point 0).
         tiles: implicit GEMM only: force ``(Th, Tw, TM, TC)`` instead of the planner's choice
             (it must still fit the device; Tw a multiple of 4).
+        double_buffer: implicit GEMM in float32 or fp16: two copies of the workgroup tiles,
+            the next input-channel block loaded into one while the other is multiplied.
+        probe: implicit GEMM: ``"full"``, or ``"load-only"`` / ``"compute-only"`` to time one
+            half of its loop (the overlap measurement; the output is then meaningless).
     """
 
     winograd_tile: int = 2
@@ -138,8 +142,12 @@ class ConvOptions:
     x_quant: QuantParams | None = None
     w_quant: QuantParams | None = None
     tiles: tuple[int, int, int, int] | None = None
+    double_buffer: bool = False
+    probe: str = "full"
 
     def __post_init__(self) -> None:
+        if self.probe not in ("full", "load-only", "compute-only"):
+            raise UsageError(f"probe {self.probe!r} is not full, load-only or compute-only")
         if self.dtype not in DTYPES:
             raise UsageError(f"dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         if self.winograd_tile not in WINOGRAD_TILES:
@@ -589,6 +597,8 @@ class ImplicitGemmConv(ConvStrategy):
     def why_not(
         self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions = DEFAULT_OPTIONS
     ) -> str | None:
+        if opts.double_buffer and opts.dtype == "int8":
+            return "implicit-gemm double-buffers float32 and fp16 tiles, not int8"
         return _dense_only(self.name, spec)
 
     def tiles(
@@ -600,7 +610,7 @@ class ImplicitGemmConv(ConvStrategy):
         pixel_tiles = ((4, 4),) if small else ((8, 8), (4, 8), (4, 4))
         return _choose_tiles(
             "implicit-gemm", spec, limits, pixel_tiles, (16, 8, 4, 2, 1), (spec.kh, spec.kw),
-            spec.stride, spec.dilation, spec.cin, opts.dtype,
+            spec.stride, spec.dilation, spec.cin, opts.dtype, opts.double_buffer,
         )  # fmt: skip
 
     def forced_tiles(self, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions) -> GemmTiles:
@@ -619,7 +629,7 @@ class ImplicitGemmConv(ConvStrategy):
         budget = plan_tile(
             (th, tw), tc, tm, (spec.kh, spec.kw), stride=spec.stride, dilation=spec.dilation,
             dtype=_PLAN_DTYPE[opts.dtype], budget=limits.workgroup_storage, cin=spec.cin,
-            cout=spec.cout,
+            cout=spec.cout, double_buffer=opts.double_buffer,
         )  # fmt: skip
         threads = (tm // rm) * (th * tw // 4)
         if not budget.fits or threads > limits.max_invocations:
@@ -668,8 +678,9 @@ class ImplicitGemmConv(ConvStrategy):
                 bindings.append(bufs.work["acc"])
         else:
             pipeline = runner.pipeline(
-                "conv_implicit_gemm", tc=tc, rn=rn, dtype=_SHADER_DTYPE[opts.dtype], **shape
-            )
+                "conv_implicit_gemm", tc=tc, rn=rn, dtype=_SHADER_DTYPE[opts.dtype],
+                double_buffer=opts.double_buffer, probe=opts.probe, **shape,
+            )  # fmt: skip
         uniform = _words(
             spec.n, t.channels, spec.h, spec.w,
             spec.cout, spec.oh, spec.ow, spec.padding,
@@ -713,6 +724,8 @@ def _dtype_problem(
     name: str, spec: ConvSpec, limits: DeviceLimits, opts: ConvOptions
 ) -> str | None:
     """Why ``name`` cannot run ``opts.dtype`` (one line, naming who can), or ``None``."""
+    if opts.double_buffer and name != "implicit-gemm":
+        return f"{name} has no double-buffered variant: use --strategy implicit-gemm"
     dtypes = CONV_STRATEGIES[name].dtypes
     if opts.dtype in dtypes:
         return None
@@ -882,6 +895,8 @@ def choose_strategy(
             f"{kind}: each output reads only {spec.cin_per_group} input channel(s), too little "
             "reuse for a GEMM tile; direct"
         )
+    if opts.double_buffer:
+        return "implicit-gemm", "double buffering: only implicit GEMM has a double-buffered variant"
     if opts.dtype != "float32":
         if spec.cout >= 4 and why_not("implicit-gemm", spec, limits, opts) is None:
             return "implicit-gemm", f"{opts.dtype}: implicit GEMM, the tiled strategy for it"
@@ -985,11 +1000,11 @@ class ConvRunner:
             name, reason = choose_strategy(spec, limits, opts)
         else:
             name, reason = strategy, f"as requested: {CONV_STRATEGIES[strategy].summary}"
-            problem = _dtype_problem(name, spec, limits, opts) or CONV_STRATEGIES[name].why_not(
-                spec, limits, opts
-            )
-            if problem:
-                raise StrategyError(problem)
+        problem = _dtype_problem(name, spec, limits, opts) or CONV_STRATEGIES[name].why_not(
+            spec, limits, opts
+        )
+        if problem:
+            raise StrategyError(problem)
         strat = CONV_STRATEGIES[name]
         tiles = strat.tiles(spec, limits, opts)
         workspace = strat.workspace(spec, opts)
@@ -1134,6 +1149,7 @@ def conv2d(
     x_quant: QuantParams | None = None,
     w_quant: QuantParams | None = None,
     tiles: tuple[int, int, int, int] | None = None,
+    double_buffer: bool = False,
 ) -> ConvResult:
     """Run a Conv2D layer on the GPU (float32, zero padding, cross-correlation like PyTorch).
 
@@ -1148,8 +1164,8 @@ def conv2d(
         runner: the :class:`ConvRunner` to use (default: the process's one).
         winograd_tile: m of ``winograd``'s F(m×m, 3×3): 2 (default) or 4 (fewer multiplies,
             larger rounding error).
-        dtype, accumulators, x_quant, w_quant, tiles: see :class:`ConvOptions`; the output is
-            float32 whatever the dtype (int8: dequantised, ``sx·sw·acc``).
+        dtype, accumulators, x_quant, w_quant, tiles, double_buffer: see :class:`ConvOptions`;
+            the output is float32 whatever the dtype (int8: dequantised, ``sx·sw·acc``).
 
     Returns:
         A :class:`ConvResult` with the output, the strategy and why, GPU times and memory.
@@ -1180,5 +1196,6 @@ def conv2d(
         x_quant=x_quant,
         w_quant=w_quant,
         tiles=tiles,
+        double_buffer=double_buffer,
     )
     return (runner or get_runner()).run(xs, ws, bs, spec, strategy, repeats=repeats, opts=opts)
