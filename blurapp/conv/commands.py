@@ -83,6 +83,20 @@ def _add_layer_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _bench_layer(text: str) -> tuple[int, ...]:
+    """``N,C,H,W,COUT,K[,S[,P[,G]]]`` → the integers (stride 1, padding 0, groups 1 default)."""
+    try:
+        dims = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        dims = ()
+    if not 6 <= len(dims) <= 9 or min(dims) < 0 or min(dims[:6]) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected N,C,H,W,COUT,K[,STRIDE[,PADDING[,GROUPS]]] like 1,8,12,12,8,3,1,1, "
+            f"got {text!r}"
+        )
+    return dims
+
+
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Add the ``run``, ``plan`` and ``layout`` actions to the ``conv`` subparser."""
     parser.description = (
@@ -166,6 +180,30 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--repeats", type=_positive_int, default=3, help="timed runs, best kept")
     p.add_argument("--no-run", action="store_true", help="only count the runs (no GPU)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser(
+        "bench",
+        help="ResNet-style layers × every strategy and dtype, beside onnxruntime's CPU Conv",
+    )
+    p.add_argument(
+        "--layer",
+        action="append",
+        type=_bench_layer,
+        metavar="N,C,H,W,COUT,K[,S[,P[,G]]]",
+        help="a layer to time instead of the ResNet set (repeatable)",
+    )
+    p.add_argument("--strategy", action="append", choices=GPU_STRATEGIES, help="repeatable")
+    p.add_argument("--dtype", action="append", choices=DTYPES, help="repeatable")
+    p.add_argument("--layout", choices=_LAYOUTS, default="nchw", help="default nchw")
+    p.add_argument("--repeat", type=_positive_int, default=3, help="timed runs, best kept")
+    p.add_argument("--no-peer", action="store_true", help="skip onnxruntime")
+    p.add_argument(
+        "--overlap",
+        action="store_true",
+        help="also time the implicit GEMM's loads and multiplies apart, single and double "
+        "buffered (on the first layer)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -438,4 +476,42 @@ def run_conv(args: argparse.Namespace) -> int:
         return _cmd_plan(args)
     if action == "layout":
         return _cmd_layout(args)
-    raise UsageError("conv needs an action: run, plan or layout (see blurapp conv --help)")
+    if action == "bench":
+        return _cmd_bench(args)
+    raise UsageError("conv needs an action: run, plan, layout or bench (see blurapp conv --help)")
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from blurapp.conv.bench import RESNET_LAYERS, format_bench, overlap_probe, run_bench
+    from blurapp.conv.spec import ConvSpec
+
+    if args.layer:
+        layers = {}
+        for dims in args.layer:
+            n, c, h, w, cout, k, *rest = dims
+            stride, padding, groups = (*rest, *(1, 0, 1)[len(rest) :])
+            spec = ConvSpec(n, c, h, w, cout, k, k, stride, 1, padding, groups, args.layout)
+            layers[",".join(map(str, dims))] = spec
+    else:
+        layers = {name: s.with_layout(args.layout) for name, s in RESNET_LAYERS.items()}
+    if not args.no_peer:
+        try:
+            import onnx  # noqa: F401
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "the onnxruntime peer needs onnxruntime and onnx: pip install 'blurapp[bench]' "
+                "(or --no-peer)"
+            ) from None
+    report = run_bench(
+        layers,
+        strategies=args.strategy,
+        dtypes=args.dtype,
+        repeats=args.repeat,
+        peer=not args.no_peer,
+    )
+    if args.overlap:
+        first = next(iter(layers.values()))
+        report["overlap"] = overlap_probe(first, repeats=args.repeat)
+    print(json.dumps(report, indent=2) if args.json else format_bench(report))
+    return 0

@@ -69,7 +69,7 @@ def test_plan_bad_input_exits_2_with_one_line(capsys, extra, message):
 
 def test_conv_without_action_is_a_usage_error(capsys):
     assert main(["conv"]) == 2
-    assert "run, plan or layout" in capsys.readouterr().err
+    assert "run, plan, layout or bench" in capsys.readouterr().err
 
 
 def test_layout_counts_without_gpu(capsys):
