@@ -29,7 +29,7 @@ from blurapp.core.filterspec import FilterSpec
 
 if TYPE_CHECKING:
     from blurapp.pipeline import FilterResult
-from blurapp.io import check_output, format_from_path
+from blurapp.io import check_output, check_writable, format_from_path, remove_stale_temporaries
 
 __all__ = ["format_timing", "run_apply", "run_batch", "settings_from_args"]
 
@@ -78,6 +78,7 @@ def run_apply(args: argparse.Namespace) -> int:
     if not os.path.lexists(source):
         raise UsageError(f"no such file: {source}")
     check_output(output, overwrite=args.overwrite, inputs=[source])
+    remove_stale_temporaries(output.parent, [output.name])  # a killed run's leftover
     outcome = process_file(source, output, fmt, spec, encode)
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
@@ -108,6 +109,11 @@ def run_batch(args: argparse.Namespace) -> int:
     from blurapp.batch.report import build_report, write_report
 
     spec, encode = settings_from_args(args)
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler:
+        from blurapp.batch.distributed import check_scheduler
+
+        check_scheduler(scheduler)  # a usage error before any work
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir} is not a folder")
@@ -121,7 +127,13 @@ def run_batch(args: argparse.Namespace) -> int:
     to_run, skipped = split_existing(
         jobs, overwrite=args.overwrite, skip_existing=args.skip_existing
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(f"cannot create the folder {out_dir}: {err.strerror or err}") from None
+    check_writable(out_dir, f"into {out_dir}")
+    # Temporaries of a run killed with kill -9 (unlocked: their writer is gone).
+    remove_stale_temporaries(out_dir, [j.output.name for j in jobs])
 
     progress = Progress(len(to_run), enabled=False if args.quiet else None)
 
@@ -140,7 +152,14 @@ def run_batch(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         with _sigterm_as_interrupt():
-            records = run_pipeline(to_run, spec, encode, workers=args.jobs, on_done=on_done)
+            if scheduler:
+                from blurapp.batch.distributed import run_distributed
+
+                records = run_distributed(
+                    to_run, spec, encode, scheduler=scheduler, on_done=on_done
+                )
+            else:
+                records = run_pipeline(to_run, spec, encode, workers=args.jobs, on_done=on_done)
     except BatchInterrupted as stopped:
         progress.close()
         if args.report:  # an interrupted run's report still says what was written

@@ -8,6 +8,7 @@ are :func:`blurapp.core.filterspec.add_filter_arguments`, so that the command li
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 from blurapp.core.filterspec import add_filter_arguments
@@ -37,8 +38,8 @@ def _positive_float(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
+    if not (value > 0 and math.isfinite(value)):  # inf: int(inf * 1e6) raises later
+        raise argparse.ArgumentTypeError(f"expected a positive finite number, not {text!r}")
     return value
 
 
@@ -134,3 +135,10 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
         help="decoding and encoding threads (default: the number of cores)",
     )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    r.add_argument(
+        "--scheduler",
+        metavar="local:N|HOST:PORT",
+        help="run on Dask distributed, one task per file: local:N starts N worker processes "
+        "here, HOST:PORT uses a running `dask scheduler` (paths shared by every worker); "
+        "needs pip install 'blurapp[dask]'",
+    )
