@@ -643,6 +643,29 @@ class ImplicitGemmConv(ConvStrategy):
     def workspace(self, spec: ConvSpec, opts: ConvOptions = DEFAULT_OPTIONS) -> dict[str, int]:
         return _acc_workspace(spec, opts)
 
+    @staticmethod
+    def shader_template(
+        spec: ConvSpec, tiles: GemmTiles, opts: ConvOptions, *, w_zero: bool = False
+    ) -> tuple[str, dict[str, Any]]:
+        """The shader and the template it is rendered with for ``tiles`` (what runs)."""
+        th, tw = tiles.tile
+        ih, iw = tiles.budget.input_tile
+        shape = {
+            "th": th, "tw": tw, "tm": tiles.cout_block, "rm": tiles.register_tile[0],
+            "kh": spec.kh, "kw": spec.kw, "stride": spec.stride, "dilation": spec.dilation,
+            "ih": ih, "iw": iw, "layout": spec.layout,
+        }  # fmt: skip
+        if opts.dtype == "int8":
+            return "conv_implicit_gemm_int8", {
+                **shape, "tc4": tiles.cin_block // 4, "emit_acc": opts.accumulators,
+                "w_zero": w_zero,
+            }  # fmt: skip
+        return "conv_implicit_gemm", {
+            **shape, "tc": tiles.cin_block, "rn": tiles.register_tile[1],
+            "dtype": _SHADER_DTYPE[opts.dtype], "double_buffer": opts.double_buffer,
+            "probe": opts.probe,
+        }  # fmt: skip
+
     def passes(
         self,
         runner: ConvRunner,
@@ -655,7 +678,6 @@ class ImplicitGemmConv(ConvStrategy):
         t = bufs.tensors
         th, tw = tiles.tile
         tm, tc = tiles.cout_block, tiles.cin_block
-        rm, rn = tiles.register_tile
         ih, iw = tiles.budget.input_tile
         tiles_x, tiles_y = math.ceil(spec.ow / tw), math.ceil(spec.oh / th)
         cout_blocks = math.ceil(spec.cout / tm)
@@ -663,24 +685,11 @@ class ImplicitGemmConv(ConvStrategy):
             raise StrategyError(
                 f"implicit-gemm: {tiles_x * tiles_y} output tiles per image exceed one dispatch"
             )
-        shape = {
-            "th": th, "tw": tw, "tm": tm, "rm": rm, "kh": spec.kh, "kw": spec.kw,
-            "stride": spec.stride, "dilation": spec.dilation, "ih": ih, "iw": iw,
-            "layout": spec.layout,
-        }  # fmt: skip
         bindings = [bufs.x, bufs.w, bufs.bias, bufs.y]
-        if opts.dtype == "int8":
-            pipeline = runner.pipeline(
-                "conv_implicit_gemm_int8", tc4=tc // 4, emit_acc=opts.accumulators,
-                w_zero=t.zw != 0, **shape,
-            )  # fmt: skip
-            if opts.accumulators:
-                bindings.append(bufs.work["acc"])
-        else:
-            pipeline = runner.pipeline(
-                "conv_implicit_gemm", tc=tc, rn=rn, dtype=_SHADER_DTYPE[opts.dtype],
-                double_buffer=opts.double_buffer, probe=opts.probe, **shape,
-            )  # fmt: skip
+        shader, template = self.shader_template(spec, tiles, opts, w_zero=t.zw != 0)
+        pipeline = runner.pipeline(shader, **template)
+        if opts.dtype == "int8" and opts.accumulators:
+            bindings.append(bufs.work["acc"])
         uniform = _words(
             spec.n, t.channels, spec.h, spec.w,
             spec.cout, spec.oh, spec.ow, spec.padding,

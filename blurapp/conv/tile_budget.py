@@ -78,6 +78,19 @@ class TileBudget:
         return self.total_bytes <= self.budget
 
     @property
+    def workgroup_bytes(self) -> int:
+        """What the conv shaders declare as workgroup memory for this tile: the input and
+        weight tiles (twice when double-buffered). The partial sums and biases of the model
+        live in the invocations' registers there (``register_bytes``); the planner keeps them
+        in ``total_bytes`` so that the register tile stays in check too."""
+        return (2 if self.double_buffer else 1) * (self.input_bytes + self.weight_bytes)
+
+    @property
+    def register_bytes(self) -> int:
+        """The 32-bit partial sums (and biases) the tile's invocations hold in registers."""
+        return self.partial_sum_bytes + self.bias_bytes
+
+    @property
     def reload_factor(self) -> float | None:
         """Bytes the tiles load over the tensor's unique bytes (halo and per-block reloads)."""
         if not self.unique_input_bytes or self.loaded_input_bytes is None:
@@ -101,6 +114,8 @@ class TileBudget:
             "partial_sum_bytes": self.partial_sum_bytes,
             "bias_bytes": self.bias_bytes,
             "total_bytes": self.total_bytes,
+            "workgroup_bytes": self.workgroup_bytes,
+            "register_bytes": self.register_bytes,
             "budget": self.budget,
             "fits": self.fits,
         }
@@ -143,6 +158,11 @@ class TileBudget:
                 "total",
                 f"{self.total_bytes} B of {self.budget}: "
                 + ("fits" if self.fits else f"over by {self.total_bytes - self.budget} B"),
+            ),
+            (
+                "as the shaders allocate it",
+                f"{self.workgroup_bytes} B workgroup memory (input and weight tiles{db}), "
+                f"{self.register_bytes} B in registers (partial sums, biases)",
             ),
         ]
         if self.cin is not None:

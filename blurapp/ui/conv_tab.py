@@ -1,4 +1,4 @@
-"""The "Conv layer" tab: run a Conv2D layer as direct, im2col + GEMM or implicit GEMM and compare.
+"""The "Conv layer" tab: run a Conv2D layer with each conv strategy and dtype, and compare.
 
 The form sets the layer (shapes, stride, dilation, padding, groups, layout, strategy) and the
 feature map (random data, or the loaded image with its colour channels as Cin). A run shows,
@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from blurapp.conv.engine import DTYPES as CONV_DTYPES
 from blurapp.conv.engine import GPU_STRATEGIES as CONV_GPU_STRATEGIES
 from blurapp.conv.engine import STRATEGIES as CONV_STRATEGY_NAMES
 from blurapp.conv.layout import spec_window_runs
@@ -78,6 +79,7 @@ def run_layer_job(
     x_nchw: np.ndarray | None,
     seed: int,
     check: Callable[[], None] = lambda: None,
+    dtype: str = "float32",
 ) -> dict[str, Any]:
     """Run ``spec`` with each strategy in each layout and compare with the reference.
 
@@ -88,12 +90,14 @@ def run_layer_job(
         x_nchw: the feature map (``(N, C, H, W)`` float32), or ``None`` for random data.
         seed: seed of the random weights (and data).
         check: raises when the request went stale (the job runner's ``check``).
+        dtype: the conv engine's dtype (float32, fp16 or int8); strategies without it are
+            listed with their reason.
 
     Returns:
         ``{"rows": [...], "budget": [(item, value), ...], "budget_title": str}``.
     """
     from blurapp.conv.data import random_layer, relative_error, to_layout
-    from blurapp.conv.engine import CONV_STRATEGIES, conv2d, get_runner, why_not
+    from blurapp.conv.engine import CONV_STRATEGIES, ConvOptions, conv2d, get_runner, why_not
     from blurapp.conv.reference import conv2d_reference
 
     x, wt, bias = random_layer(
@@ -119,13 +123,19 @@ def run_layer_job(
             row: dict[str, Any] = {"strategy": strategy, "layout": layout}
             problem = (
                 None if strategy == "auto" else why_not(strategy, spec.with_layout(layout),
-                                                        runner.limits)
+                                                        runner.limits, ConvOptions(dtype=dtype))
             )  # fmt: skip
             if problem:
                 row["error"] = problem
                 rows.append(row)
                 continue
-            r = conv2d(xs, wt, bias, strategy=strategy, layout=layout, repeats=2, **layer)
+            try:
+                r = conv2d(xs, wt, bias, strategy=strategy, layout=layout, repeats=2, dtype=dtype,
+                           **layer)  # fmt: skip
+            except BlurappError as err:  # e.g. fp16 on an adapter without shader-f16
+                row["error"] = str(err)
+                rows.append(row)
+                continue
             row.update(
                 ran=r.strategy,
                 ms=r.gpu_ms,
@@ -210,6 +220,8 @@ class ConvLayerTab(QWidget):
         self.layout_combo.addItems(["both", *LAYOUTS])
         self.strategy_combo = QComboBox(objectName="strategy")
         self.strategy_combo.addItems(["all", *CONV_STRATEGY_NAMES])
+        self.dtype_combo = QComboBox(objectName="dtype")
+        self.dtype_combo.addItems(list(CONV_DTYPES))
         self.source_combo = QComboBox(objectName="source")
         self.source_combo.addItems(["random data", "loaded image"])
         self.source_combo.currentIndexChanged.connect(self._source_changed)
@@ -243,6 +255,7 @@ class ConvLayerTab(QWidget):
         form.addRow("kernel", k_row)
         form.addRow("layout", self.layout_combo)
         form.addRow("strategy", self.strategy_combo)
+        form.addRow("dtype", self.dtype_combo)
         form.addRow("weights seed", self.seed)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button)
@@ -377,10 +390,11 @@ class ConvLayerTab(QWidget):
         layout = self.layout_combo.currentText()
         layouts = list(LAYOUTS) if layout == "both" else [layout]
         seed = self.seed.value()
+        dtype = self.dtype_combo.currentText()
         self.status.setText(f"Running {spec.describe()}{'; ' + note if note else ''}…")
 
         def job(check: Callable[[], None], _report: Callable[[object], None]) -> dict[str, Any]:
-            return run_layer_job(spec, strategies, layouts, x, seed, check)
+            return run_layer_job(spec, strategies, layouts, x, seed, check, dtype)
 
         self.runner.submit(CHANNEL, job, delay_ms=delay_ms)
 

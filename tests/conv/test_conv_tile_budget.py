@@ -91,3 +91,57 @@ def test_bad_input(kwargs, message):
 def test_bad_tile():
     with pytest.raises(UsageError, match="tile rows"):
         plan_tile((0, 2), 2, 2, 3)
+
+
+def _workgroup_arrays(wgsl: str) -> dict[str, int]:
+    """Bytes of each ``var<workgroup> NAME: array<T, N>`` in rendered WGSL."""
+    import re
+
+    sizes = {"f32": 4, "f16": 2, "u32": 4, "i32": 4, "vec4<f32>": 16, "vec4<f16>": 8}
+    return {
+        name: sizes[elem] * int(count)
+        for name, elem, count in re.findall(
+            r"var<workgroup>\s+(\w+)\s*:\s*array<(vec4<\w+>|\w+),\s*(\d+)>", wgsl
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    ("dtype", "double_buffer", "tiles"),
+    [
+        ("float32", False, None),
+        ("float32", True, None),
+        ("fp16", False, None),
+        ("fp16", True, (4, 8, 8, 4)),
+        ("int8", False, None),
+        ("int8", False, (2, 4, 2, 4)),
+    ],
+)
+def test_planner_numbers_are_what_the_shader_allocates(dtype, double_buffer, tiles):
+    """The modelled budget is what runs: the tile the engine picks, rendered into the shader
+    it runs, declares exactly the planner's input and weight bytes as workgroup memory."""
+    from blurapp.conv.engine import CONV_STRATEGIES, ConvOptions
+    from blurapp.conv.spec import ConvSpec
+    from blurapp.core.planner import DeviceLimits
+    from blurapp.gpu.shaders import load_shader
+
+    strategy = CONV_STRATEGIES["implicit-gemm"]
+    spec = ConvSpec(1, 24, 20, 20, 40, 3, 3, padding=1)
+    opts = ConvOptions(dtype=dtype, double_buffer=double_buffer, tiles=tiles)
+    chosen = strategy.tiles(spec, DeviceLimits(workgroup_storage=32768), opts)
+    name, template = strategy.shader_template(spec, chosen, opts)
+    arrays = _workgroup_arrays(load_shader(name, **template))
+    b = chosen.budget
+    copies = 2 if double_buffer else 1
+    assert arrays == {"in_tile": copies * b.input_bytes, "w_tile": copies * b.weight_bytes}
+    assert sum(arrays.values()) == b.workgroup_bytes <= b.budget
+    assert b.dtype == {"float32": "fp32", "fp16": "fp16", "int8": "int8"}[dtype]
+    assert b.double_buffer == double_buffer
+    # the template's tile is the planner's tile
+    th, tw = b.tile
+    assert (template["th"], template["tw"], template["tm"]) == (th, tw, b.cout_block)
+    tc = template["tc4"] * 4 if dtype == "int8" else template["tc"]
+    assert tc == b.cin_block and (template["ih"], template["iw"]) == b.input_tile
+    if tiles:
+        assert (th, tw, b.cout_block, b.cin_block) == tiles
+    assert b.register_bytes == th * tw * b.cout_block * 4 + b.cout_block * 4

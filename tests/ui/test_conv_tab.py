@@ -116,3 +116,19 @@ def test_large_and_grey_images_become_small_feature_maps():
     assert x.shape == (1, 1, 200, 100) and x.dtype == np.float32
     assert max(x.shape[2:]) <= IMAGE_MAX_SIDE and "1:3" in note
     assert np.allclose(x, 1.0)  # normalised like the filters: uint16 / 65535
+
+
+@pytest.mark.gpu
+def test_int8_dtype_runs_and_lists_float32_only_strategies(qtbot, tab, gpu):
+    from blurapp.conv.engine import DTYPES
+
+    assert [tab.dtype_combo.itemText(i) for i in range(tab.dtype_combo.count())] == list(DTYPES)
+    small_layer(tab)
+    tab.layout_combo.setCurrentText("nchw")
+    tab.dtype_combo.setCurrentText("int8")
+    with qtbot.waitSignal(tab.finished, timeout=120000):
+        tab.run_button.click()
+    rows = {r["strategy"]: r for r in tab.last_result["rows"]}
+    assert rows["implicit-gemm"]["max_error"] < 3e-2 and rows["direct"]["max_error"] < 3e-2
+    assert "float32 only" in rows["winograd"]["error"]
+    assert "float32 only" in rows["im2col"]["error"]
