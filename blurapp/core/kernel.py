@@ -33,6 +33,12 @@ ignored, ``N`` or ``WxH`` wherever a size is given:
                                zero sum, rank 2; S2 defaults to 1.6·S1 (canonical
                                ``dog:sigma=1,sigma2=2``)
 ``matrix:3x3:1,2,1,...``       row-major weights; a final ``,normalize`` divides by the sum
+``im:SPEC``                    an ImageMagick 6 kernel string (``im:Gaussian:0x2``,
+                               ``im:3x3+0+0: 1,2,1 2,4,2 1,2,1``): ImageMagick's radius and
+                               weights (``nan`` = 0), its origin padded onto the anchor, so it
+                               filters as ``-morphology Correlate``; see
+                               :mod:`blurapp.core.im_kernels`. ImageMagick spellings without
+                               ``im:`` that fail here get a "did you mean im:..." hint
 ``@file.json``                 a kernel file (:meth:`Kernel.to_json`, ``blurapp.io.save_kernel``)
 =============================  =================================================================
 
@@ -58,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from blurapp.core.errors import KernelSpecError
+from blurapp.core.im_kernels import build_im, near_miss
 from blurapp.core.kernel_families import FAMILIES, MAX_KERNEL_SIDE, matrix_spec
 from blurapp.core.separability import Separability, analyze
 
@@ -169,22 +176,25 @@ class Kernel:
             return cls.load(path)
         family, _, rest = text.partition(":")
         key = family.strip().lower()
-        builder = FAMILIES.get(key)
+        builder = build_im if key == "im" else FAMILIES.get(key)
         if builder is None:
             shown = family.strip()
             if len(shown) > 40:
                 shown = shown[:40] + "..."
-            raise KernelSpecError(
+            unknown = KernelSpecError(
                 _one_line(
                     f"unknown kernel family {shown!r} (known: {', '.join(KNOWN_FAMILIES)}, "
-                    "@file.json)"
+                    "@file.json, im:SPEC)"
                 )
             )
+            raise near_miss(unknown, text)
         try:
             # Overflow, 0/0 and division by zero are a spec out of range, not RuntimeWarnings
             # printed before an error (or a traceback): gaussian:sigma=1e-200.
             with np.errstate(over="raise", invalid="raise", divide="raise"):
                 weights, canonical = builder(rest)
+        except KernelSpecError as err:
+            raise near_miss(err, text) from None  # ImageMagick's Gaussian:0x2 -> im:Gaussian:0x2
         except (ArithmeticError, FloatingPointError) as err:
             shown = text if len(text) <= 60 else text[:57] + "..."
             raise KernelSpecError(
