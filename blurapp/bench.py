@@ -53,6 +53,12 @@ class BenchRecord:
     pct_of_copy: float | None = None  # gbps_effective as a share of the copy ceiling (--ceiling)
 
 
+#: Host bytes per pixel while a benchmark image is made and run (coordinate grids, float
+#: temporaries, the RGBA image and its result), and the most a --size may ask for.
+BENCH_BYTES_PER_PIXEL = 96
+MAX_BENCH_BYTES = 8 * 2**30
+
+
 def parse_size(text: str) -> tuple[int, int]:
     """``"1920x1080"`` → ``(1920, 1080)`` (width, height)."""
     try:
@@ -61,6 +67,12 @@ def parse_size(text: str) -> tuple[int, int]:
         raise UsageError(f"bad size {text!r}: expected WxH, e.g. 1024x1024") from None
     if w < 1 or h < 1:
         raise UsageError(f"bad size {text!r}: width and height must be at least 1")
+    need = w * h * BENCH_BYTES_PER_PIXEL
+    if need > MAX_BENCH_BYTES:  # refused before allocating: 100000x100000 asked for 149 GiB
+        raise UsageError(
+            f"--size {text} needs about {need / 2**30:,.0f} GiB of memory for its test image, "
+            f"over the limit of {MAX_BENCH_BYTES / 2**30:g} GiB; choose a smaller size"
+        )
     return w, h
 
 

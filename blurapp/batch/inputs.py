@@ -14,7 +14,7 @@ from pathlib import Path
 
 from blurapp.batch.pipeline import Job
 from blurapp.core.errors import UsageError
-from blurapp.io import FORMATS, file_identity, format_from_path
+from blurapp.io import FORMATS, file_identity, format_from_path, same_file
 
 __all__ = ["expand_inputs", "plan_jobs", "split_existing"]
 
@@ -43,6 +43,28 @@ def _scan(folder: Path, recursive: bool) -> list[Path]:
     return found
 
 
+def _glob(pattern: str) -> list[str]:
+    """The sorted matches of ``pattern``; ``**`` does not follow links to folders.
+
+    ``glob.glob`` follows them, so two links that point up the tree make ``**`` walk forever;
+    pathlib's ``**`` does not (as ``os.walk``, which scans folders, does not). Hidden names
+    (temporaries among them) are left out, as ``glob.glob`` leaves them out.
+    """
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    path = Path(pattern)
+    base = Path(path.anchor) if path.is_absolute() else Path(".")
+    relative = str(path.relative_to(path.anchor)) if path.is_absolute() else pattern
+    literal = set(Path(relative).parts)
+    found = []
+    for match in base.glob(relative):
+        parts = match.relative_to(base).parts
+        if any(part.startswith(".") and part not in literal for part in parts):
+            continue
+        found.append(str(match))
+    return sorted(found)
+
+
 def expand_inputs(items: Sequence[str], *, recursive: bool = False) -> list[Path]:
     """The input files named by ``items``, in order, each once.
 
@@ -56,7 +78,7 @@ def expand_inputs(items: Sequence[str], *, recursive: bool = False) -> list[Path
     paths: list[Path] = []
     for item in items:
         if glob.has_magic(item) and not os.path.lexists(item):
-            matches = sorted(glob.glob(item, recursive=True))
+            matches = _glob(item)
             if not matches:
                 raise UsageError(f"no file matches {item!r}")
             for m in matches:
@@ -105,10 +127,13 @@ def plan_jobs(
             f = fmt
         jobs.append(Job(p, out_dir / f"{p.stem}{suffix}{FORMATS[f][0]}", f))
 
+    # Names that differ only in case are one file on a case-insensitive file system (macOS,
+    # Windows, SD cards), two on a case-sensitive one: ask the output folder which it is.
+    fold = _case_insensitive(out_dir)
     by_output: dict[str, list[Job]] = {}
     for job in jobs:
-        key = os.path.normcase(os.path.abspath(job.output)).lower()  # also case-insensitive FS
-        by_output.setdefault(key, []).append(job)
+        key = os.path.normcase(os.path.abspath(job.output))
+        by_output.setdefault(key.lower() if fold else key, []).append(job)
     clashes = [group for group in by_output.values() if len(group) > 1]
     if clashes:
         described = "; ".join(
@@ -130,6 +155,32 @@ def plan_jobs(
             "choose another -o folder or a --suffix"
         )
     return jobs
+
+
+def _case_insensitive(folder: Path) -> bool:
+    """Whether the file system ``folder`` is (or will be) on ignores case in names.
+
+    Asked of the nearest existing folder: a name with letters answers by itself (its other case
+    names the same folder or nothing); otherwise a hidden temporary file is made and looked up
+    in the other case. When nothing can be asked, names are compared ignoring case (the safe
+    side: a false collision is a usage error, a missed one a lost file).
+    """
+    probe = folder.absolute()
+    while not probe.is_dir():
+        if probe.parent == probe:
+            return True
+        probe = probe.parent
+    if probe.name.lower() != probe.name.upper():
+        other = probe.parent / probe.name.swapcase()
+        return os.path.lexists(other) and same_file(probe, other)
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(prefix=".blurapp-case-", dir=probe) as fh:
+            name = Path(fh.name)
+            return os.path.lexists(name.parent / name.name.upper())
+    except OSError:
+        return True
 
 
 def split_existing(

@@ -14,13 +14,19 @@ removed and the destination is untouched.
   with a hard link, which fails if the destination exists, even if it appeared a moment ago;
   with ``overwrite`` by ``os.replace``. Something that is not a regular file (a folder, a FIFO,
   a device) is never replaced. :func:`check_output` applies the same rule before any work, and
-  also refuses an output that is one of the inputs, compared by device and inode.
+  also refuses an output that is one of the inputs, compared by device and inode, or whose
+  folder cannot take a new file (tried by creating and removing a temporary file there).
+- **Leftovers**: a writer holds an exclusive ``flock`` on its temporary file until it is
+  published or removed. A process killed with ``kill -9`` (or a power cut) leaves its temporary
+  behind, unlocked: :func:`remove_stale_temporaries` removes those of the outputs a rerun is
+  about to write, and never one that a live writer still holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterable, Iterator
@@ -29,11 +35,17 @@ from typing import BinaryIO
 
 from blurapp.core.errors import OutputError, UsageError
 
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; a temporary there is never called stale
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "TEMP_SUFFIX",
     "atomic_output",
     "check_output",
     "file_identity",
+    "remove_stale_temporaries",
     "same_file",
     "temp_name",
     "write_bytes",
@@ -115,6 +127,7 @@ def check_output(
     if not folder.is_dir():
         raise UsageError(f"cannot write {dest}: the folder {folder} does not exist")
     if not os.path.lexists(dest):
+        check_writable(folder, str(dest))
         return dest
     ident = file_identity(dest)
     if ident is not None:
@@ -129,7 +142,29 @@ def check_output(
             raise UsageError(f"the output {dest} is {kind}, not a file; it is never replaced")
     if not overwrite:
         raise UsageError(f"{dest} exists (use --overwrite to replace it)")
+    check_writable(folder, str(dest))
     return dest
+
+
+def check_writable(folder: str | os.PathLike[str], what: str) -> None:
+    """Refuse, before any work, a folder where no file can be created (read-only, full,
+    ``/proc``): a temporary file is created there and removed at once.
+
+    Arguments:
+        folder: the folder an output goes into.
+        what: the output, for the message (``"the report r.json"``).
+
+    Raises:
+        UsageError: one line naming ``what`` and the reason.
+    """
+    folder = Path(folder) if str(folder) else Path(".")
+    probe = folder / temp_name(folder, "blurapp-probe")
+    try:
+        os.close(os.open(probe, _CREATE_FLAGS, 0o600))
+    except OSError as err:
+        raise UsageError(f"cannot write {what}: {_describe(err)} (in {folder})") from None
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def _name_max(folder: Path) -> int:
@@ -164,6 +199,70 @@ def temp_name(folder: str | os.PathLike[str], name: str) -> str:
     fixed = len(f"..{token}{TEMP_SUFFIX}")
     borrowed = _cut(os.fsencode(name), _name_max(Path(folder)) - fixed)
     return f".{os.fsdecode(borrowed)}.{token}{TEMP_SUFFIX}"
+
+
+_TEMP_PATTERN = re.compile(
+    rf"^\.(?P<name>.*)\.[0-9a-f]{{{2 * _TOKEN_BYTES}}}{re.escape(TEMP_SUFFIX)}$"
+)
+
+
+def _lock(fd: int) -> bool:
+    """Take the exclusive lock on an open temporary file (``False`` when someone holds it)."""
+    if fcntl is None:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str], names: Iterable[str]) -> list[Path]:
+    """Remove the temporary files that dead writers left for ``names`` in ``folder``.
+
+    A temporary of a live writer is locked (see :func:`atomic_output`) and stays; one whose
+    writer was killed (``kill -9``, a power cut) is not, and goes. Other files are untouched.
+
+    Arguments:
+        folder: the output folder.
+        names: the outputs' file names (not paths) that a run is about to write.
+
+    Returns:
+        The temporary files removed.
+    """
+    folder = Path(folder)
+    limit = _name_max(folder) - len(f"..{'0' * 2 * _TOKEN_BYTES}{TEMP_SUFFIX}")
+    wanted = {os.fsdecode(_cut(os.fsencode(n), limit)) for n in names}
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _TEMP_PATTERN.match(entry.name)
+        if match is None or match.group("name") not in wanted:
+            continue
+        path = folder / entry.name
+        try:
+            fd = os.open(
+                path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+            )
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if (
+                stat.S_ISREG(st.st_mode)
+                and _lock(fd)
+                and file_identity(path) == (st.st_dev, st.st_ino)
+            ):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _open_new(path: str, flags: int) -> int:
@@ -249,6 +348,9 @@ def atomic_output(
         if fh is None:
             raise OutputError(f"cannot write {dest}: no free temporary name in {folder}")
         with fh:
+            # Held until the temporary is published or removed: a rerun after kill -9 tells
+            # a dead writer's leftover from a live one by it.
+            locked = _lock(fh.fileno())
             yield fh
             try:
                 fh.flush()
@@ -256,7 +358,10 @@ def atomic_output(
                     os.fsync(fh.fileno())
             except OSError as err:
                 raise OutputError(f"cannot write {dest}: {_describe(err)}") from None
-        _publish(tmp, dest, overwrite)
+            if locked:
+                _publish(tmp, dest, overwrite)
+        if not locked:  # where files cannot be locked, they may not be renamed while open
+            _publish(tmp, dest, overwrite)
     except BaseException:
         if tmp is not None:
             with contextlib.suppress(OSError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import struct
 import sys
 import threading
@@ -162,9 +163,34 @@ def _sniff(head: bytes) -> str | None:
     return None
 
 
+def _not_a_file(path: Path, mode: int) -> ImageError | None:
+    """The error for something that is not a regular file (reading a FIFO blocks forever, a
+    device reads without end), or ``None`` for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    return ImageError(f"cannot read {path}: it is {kind}, not an image file")
+
+
 def _detect(path: Path) -> str:
     try:
-        with open(path, "rb") as fh:
+        problem = _not_a_file(path, os.stat(path).st_mode)
+        if problem is not None:
+            raise problem
+        # O_NONBLOCK: a file swapped for a FIFO after the stat does not block the open.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        with os.fdopen(os.open(path, flags), "rb") as fh:
+            problem = _not_a_file(path, os.fstat(fh.fileno()).st_mode)
+            if problem is not None:
+                raise problem
             head = fh.read(16)
     except OSError as err:
         raise ImageError(f"cannot read {path}: {err.strerror or err}") from None
@@ -191,6 +217,7 @@ def probe_image(path: str | os.PathLike[str]) -> ImageInfo:
         if fmt == "npy":
             return _probe_npy(p)
         if fmt == "png":
+            _refuse_frames(p, _apng_frames(p))
             info = _probe_png16(p)
             if info is not None:
                 return info
@@ -203,6 +230,33 @@ def probe_image(path: str | os.PathLike[str]) -> ImageInfo:
         raise
     except Exception as err:  # decoders raise anything on a broken file
         raise ImageError(f"cannot read {p}: {_describe(err)}") from None
+
+
+def _refuse_frames(path: Path, frames: int) -> None:
+    """Multi-page TIFF, animated WebP and APNG are refused rather than cut to their first
+    frame without a word."""
+    if frames > 1:
+        raise ImageError(
+            f"cannot read {path}: it has {frames} frames; blurapp filters single images "
+            "(split it into one file per frame first)"
+        )
+
+
+def _apng_frames(path: Path) -> int:
+    """The frames an APNG's acTL chunk announces (1 for a still PNG)."""
+    with open(path, "rb") as fh:
+        fh.seek(len(_PNG_SIGNATURE))
+        while True:  # acTL comes before the first IDAT
+            head = fh.read(8)
+            if len(head) < 8:
+                return 1
+            length, kind = struct.unpack(">I4s", head)
+            if kind == b"IDAT":
+                return 1
+            if kind == b"acTL":
+                body = fh.read(4)
+                return struct.unpack(">I", body)[0] if len(body) == 4 else 1
+            fh.seek(length + 4, os.SEEK_CUR)
 
 
 def _probe_npy(path: Path) -> ImageInfo:
@@ -241,10 +295,27 @@ def _probe_tiff(path: Path) -> ImageInfo | None:
 
     with tifffile.TiffFile(path) as tif:
         page = tif.pages.first
+        _refuse_frames(path, _tiff_frames(tif))
         if not _tifffile_can_decode(page):
             return None
         height, width = int(page.imagelength), int(page.imagewidth)
         return ImageInfo("tiff", width, height, int(page.samplesperpixel), np.dtype(page.dtype))
+
+
+def _tiff_frames(tif: Any) -> int:
+    """The pages of a TIFF that are images of their own: reduced-resolution copies (previews,
+    pyramid levels) and masks of the first do not count. Only the first pages are looked at: a
+    file with thousands is refused all the same."""
+    count = len(tif.pages)
+    if count < 2:
+        return count
+    own = 0
+    for i in range(min(count, 16)):
+        page = tif.pages[i]
+        subfile = int(getattr(page, "subfiletype", 0) or 0)
+        if not subfile & 0b101:  # bit 0: reduced resolution, bit 2: transparency mask
+            own += 1
+    return count if own > 1 else 1
 
 
 #: Serialises blurapp's changes to Pillow's process-wide decompression-bomb limit.
@@ -280,6 +351,8 @@ def _pillow_open(path: Path, max_pixels: int) -> Iterator[Any]:
 
 def _probe_pillow(path: Path, fmt: str) -> ImageInfo:
     with _pillow_open(path, _HEADER_ONLY) as im:
+        if fmt == "webp":  # PNG and TIFF were counted before; JPEG's MPO extras are no frames
+            _refuse_frames(path, int(getattr(im, "n_frames", 1)))
         width, height = im.size
         mode = im.mode
         transparent = "transparency" in im.info

@@ -70,6 +70,35 @@ def check_screen(environ: Mapping[str, str] | None = None) -> None:
             "in a desktop session, or filter headlessly with "
             "'blurapp apply IN -o OUT --kernel SPEC'"
         )
+    display = env.get("DISPLAY")
+    if display and not env.get("WAYLAND_DISPLAY") and _x_display_answers(display) is False:
+        raise BlurappError(
+            f"cannot open the display {display!r}: no X server answers there (is DISPLAY "
+            "right?); filter headlessly with 'blurapp apply IN -o OUT --kernel SPEC'"
+        )
+
+
+def _x_display_answers(display: str) -> bool | None:
+    """Whether an X server accepts a connection on ``display`` (through libxcb, as Qt's xcb
+    platform would connect); ``None`` when libxcb cannot be loaded to ask. Qt itself aborts
+    the process (a core dump) when the connection fails."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        xcb = ctypes.CDLL(ctypes.util.find_library("xcb") or "libxcb.so.1")
+    except OSError:
+        return None
+    xcb.xcb_connect.restype = ctypes.c_void_p
+    xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
+    connection = xcb.xcb_connect(display.encode(), None)
+    try:
+        return connection is not None and xcb.xcb_connection_has_error(connection) == 0
+    finally:
+        if connection is not None:
+            xcb.xcb_disconnect(connection)
 
 
 def run_gui(image_path: str | None) -> int:

@@ -65,3 +65,143 @@ def test_numbers_beyond_float32_are_usage_errors(capsys, png, tmp_path, options)
     code, err = run(capsys, "apply", png, "-o", out, *options)
     assert code == 2 and "float32" in err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ nothing overwritten
+
+
+def test_a_report_onto_an_input_or_an_existing_file_is_refused(capsys, png, tmp_path) -> None:
+    other = tmp_path / "other.txt"
+    other.write_text("keep me")
+    for report in (png, other):
+        before = report.read_bytes()
+        code, _err = run(capsys, "batch", png, "-o", tmp_path / "out", "--kernel", "box:3",
+                        "--report", report)  # fmt: skip
+        assert code == 2
+        assert report.read_bytes() == before
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
+def test_bench_json_onto_an_existing_image_is_refused(capsys, png) -> None:
+    before = png.read_bytes()
+    code, err = run(capsys, "bench", "--size", "8x8", "--radii", "1", "--strategies", "cpu",
+                    "--repeat", "1", "--warmup", "0", "--quiet", "--json", png)  # fmt: skip
+    assert code == 2 and "exists" in err
+    assert png.read_bytes() == before
+
+
+def test_conv_run_never_writes_its_input(capsys, tmp_path) -> None:
+    x, w = tmp_path / "x.npy", tmp_path / "w.npy"
+    np.save(x, np.ones((1, 2, 6, 6), np.float32))
+    np.save(w, np.ones((3, 2, 3, 3), np.float32))
+    before = x.read_bytes(), w.read_bytes()
+    for output in (x, w):
+        code, err = run(capsys, "conv", "run", "--input", x, "--weights", w, "-o", output,
+                        "--overwrite")  # fmt: skip
+        assert code == 2 and "never modified" in err
+    assert (x.read_bytes(), w.read_bytes()) == before
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_apply_onto_a_device_or_fifo_is_refused(capsys, png, tmp_path, overwrite) -> None:
+    fifo = tmp_path / "full.png"
+    os.mkfifo(fifo)
+    device = tmp_path / "null.png"
+    device.symlink_to(os.devnull)
+    for target in (fifo, device):
+        code, _err = run(capsys, "apply", png, "-o", target, "--kernel", "box:3",
+                        *(["--overwrite"] if overwrite else []))  # fmt: skip
+        assert code == 2
+    assert os.path.islink(device) and os.readlink(device) == os.devnull
+
+
+# ------------------------------------------------------------------ refused before any work
+
+
+def test_unwritable_destinations_are_usage_errors_before_any_work(capsys, png, tmp_path) -> None:
+    out = tmp_path / "out"
+    code, err = run(capsys, "batch", png, "-o", out, "--kernel", "box:3",
+                    "--report", "/proc/r.json")  # fmt: skip
+    assert code == 2 and "/proc/r.json" in err
+    assert not out.exists()
+    code, err = run(capsys, "batch", png, "-o", "/proc/blurapp/x", "--kernel", "box:3")
+    assert code == 2 and "cannot create the folder" in err
+    code, err = run(capsys, "apply", png, "-o", "/proc/x.png", "--kernel", "box:3")
+    assert code == 2 and "cannot write /proc/x.png" in err
+    code, err = run(capsys, "batch", png, "-o", out, "--kernel", "box:3", "--report", tmp_path)
+    assert code == 2 and "folder" in err
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        (("--max-megapixels", "inf"), "finite"),
+        (("--max-megapixels", "nan"), "finite"),
+        (("--strategy", "tiled", "--tile", "7"), "tile size 7"),
+        (("--strategy", "tiled", "--tile", "100000"), "tile size 100000"),
+    ],
+)
+def test_bad_numbers_in_options(capsys, png, tmp_path, options, needle) -> None:
+    capsys.readouterr()
+    argv = ["apply", str(png), "-o", str(tmp_path / "o.png"), "--kernel", "box:3", *options]
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own usage errors
+        code = stop.code
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o.png").exists()
+
+
+def test_bench_sizes_are_guarded_in_bytes(capsys) -> None:
+    code, err = run(capsys, "bench", "--size", "100000x100000", "--strategies", "cpu", "--quiet")
+    assert code == 2 and "GiB" in err
+
+
+# ------------------------------------------------------------------ hangs
+
+
+def test_kernel_files_that_never_end_are_refused(capsys, tmp_path) -> None:
+    code, err = run(capsys, "kernel", "@/dev/zero")
+    assert code == 2 and "not a regular file" in err
+    fifo = tmp_path / "k.json"
+    os.mkfifo(fifo)
+    code, err = run(capsys, "kernel", f"@{fifo}", "--no-plan")
+    assert code == 2
+
+
+def test_fifos_as_images_do_not_hang(capsys, png, tmp_path) -> None:
+    fifo = tmp_path / "fifo.png"
+    os.mkfifo(fifo)
+    code, err = run(capsys, "apply", fifo, "-o", tmp_path / "o.png", "--kernel", "box:3")
+    assert code == 1 and "FIFO" in err
+    folder = tmp_path / "in"
+    folder.mkdir()
+    png.rename(folder / "ok.png")
+    os.mkfifo(folder / "pipe.png")
+    code, err = run(capsys, "batch", folder, "-o", tmp_path / "out", "--kernel", "box:3",
+                    "--quiet", "--strategy", "cpu")  # fmt: skip
+    assert code == 1 and "FIFO" in err
+    assert (tmp_path / "out" / "ok.png").exists()
+
+
+def test_multi_frame_images_are_refused_with_a_clear_line(capsys, tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    first, *rest = (Image.fromarray(rng.integers(0, 256, (5, 6, 3), np.uint8)) for _ in range(3))
+    first.save(tmp_path / "anim.webp", save_all=True, append_images=rest)
+    code, err = run(capsys, "apply", tmp_path / "anim.webp", "-o", tmp_path / "o.png",
+                    "--kernel", "box:3")  # fmt: skip
+    assert code == 1 and "has 3 frames; blurapp filters single images" in err
+    assert not (tmp_path / "o.png").exists()
+
+
+# ------------------------------------------------------------------ tracebacks
+
+
+@pytest.mark.parametrize(
+    "spec", ["gaussian:sigma=1e-200", "gaussian:sigma=5e-324", "gaussian:sigma=1e-160"]
+)
+def test_tiny_sigmas_are_one_line(capsys, spec) -> None:
+    code, err = run(capsys, "kernel", spec, "--no-plan")
+    assert code == 2 and "RuntimeWarning" not in err

@@ -1,0 +1,166 @@
+"""Files that are not what a name promises (issue 18): FIFOs, devices and folders named as
+images are refused without blocking; multi-frame images are refused rather than cut to their
+first frame; a killed writer's temporary is told from a live one's and removed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tifffile
+from PIL import Image
+
+from blurapp.core.errors import ImageError, UsageError
+from blurapp.io import (
+    TEMP_SUFFIX,
+    atomic_output,
+    check_output,
+    probe_image,
+    read_image,
+    remove_stale_temporaries,
+)
+from blurapp.io.atomic import temp_name
+
+
+def frames(n: int = 3) -> list[Image.Image]:
+    rng = np.random.default_rng(0)
+    return [Image.fromarray(rng.integers(0, 256, (6, 7, 3), dtype=np.uint8)) for _ in range(n)]
+
+
+# ------------------------------------------------------------------ not regular files
+
+
+def test_a_fifo_named_as_an_image_does_not_block(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.png"
+    os.mkfifo(fifo)
+    for read in (probe_image, read_image):
+        with pytest.raises(ImageError, match="it is a FIFO, not an image file"):
+            read(fifo)
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/dev/zero", "a device"), ("/", "a folder")])
+def test_devices_and_folders_are_not_images(path: str, kind: str) -> None:
+    if not os.path.exists(path):
+        pytest.skip(f"no {path}")
+    with pytest.raises(ImageError, match=kind):
+        read_image(path)
+
+
+# ------------------------------------------------------------------ frames
+
+
+def test_an_animated_webp_is_refused(tmp_path: Path) -> None:
+    first, *rest = frames()
+    first.save(tmp_path / "a.webp", save_all=True, append_images=rest, duration=50)
+    with pytest.raises(ImageError, match="has 3 frames; blurapp filters single images"):
+        read_image(tmp_path / "a.webp")
+
+
+def test_an_apng_is_refused(tmp_path: Path) -> None:
+    first, *rest = frames(2)
+    first.save(tmp_path / "a.png", save_all=True, append_images=rest, duration=50)
+    with pytest.raises(ImageError, match="has 2 frames"):
+        read_image(tmp_path / "a.png")
+
+
+@pytest.mark.parametrize("writer", ["tifffile", "pillow"])
+def test_a_multi_page_tiff_is_refused(tmp_path: Path, writer: str) -> None:
+    path = tmp_path / "a.tif"
+    if writer == "tifffile":
+        tifffile.imwrite(path, np.stack([np.asarray(f) for f in frames()]))
+    else:
+        first, *rest = frames()
+        first.save(path, save_all=True, append_images=rest)
+    with pytest.raises(ImageError, match="has 3 frames"):
+        read_image(path)
+
+
+def test_single_images_and_a_tiff_with_a_preview_are_read(tmp_path: Path) -> None:
+    first, second = frames(2)
+    first.save(tmp_path / "a.webp", lossless=True)
+    first.save(tmp_path / "a.png")
+    with tifffile.TiffWriter(tmp_path / "a.tif") as tif:
+        tif.write(np.asarray(first))
+        tif.write(np.asarray(second)[:3, :3], subfiletype=1)  # a reduced-resolution preview
+    for name in ("a.webp", "a.png", "a.tif"):
+        np.testing.assert_array_equal(read_image(tmp_path / name).pixels, np.asarray(first))
+
+
+# ------------------------------------------------------------------ leftovers
+
+
+KILLED_WRITER = """
+import os, signal, sys
+from blurapp.io import atomic_output
+with atomic_output(sys.argv[1]) as fh:
+    fh.write(b"half")
+    fh.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def kill_a_writer(target: Path) -> list[Path]:
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(target)], timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    return [p for p in target.parent.iterdir() if p.name.endswith(TEMP_SUFFIX)]
+
+
+def test_a_killed_writers_temporary_is_removed(tmp_path: Path) -> None:
+    target = tmp_path / "out.png"
+    left = kill_a_writer(target)
+    assert len(left) == 1 and not target.exists()
+    other = tmp_path / "unrelated.png"
+    other.write_bytes(b"x")
+    assert remove_stale_temporaries(tmp_path, ["out.png"]) == left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["unrelated.png"]
+
+
+def test_a_live_writers_temporary_stays(tmp_path: Path) -> None:
+    target = tmp_path / "out.png"
+    with atomic_output(target) as fh:
+        fh.write(b"busy")
+        assert remove_stale_temporaries(tmp_path, ["out.png"]) == []
+        assert len([p for p in tmp_path.iterdir() if p.name.endswith(TEMP_SUFFIX)]) == 1
+    assert target.read_bytes() == b"busy"
+
+
+def test_only_the_named_outputs_temporaries_are_looked_at(tmp_path: Path) -> None:
+    left = kill_a_writer(tmp_path / "mine.png")
+    assert remove_stale_temporaries(tmp_path, ["other.png"]) == []
+    assert left[0].exists()
+    stray = tmp_path / temp_name(tmp_path, "mine.png").replace(TEMP_SUFFIX, ".txt")
+    stray.write_bytes(b"not ours")
+    assert remove_stale_temporaries(tmp_path, ["mine.png"]) == left
+    assert stray.exists()
+
+
+# ------------------------------------------------------------------ unwritable folders
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")
+def test_an_output_in_proc_is_refused_before_any_work() -> None:
+    with pytest.raises(UsageError, match=r"cannot write /proc/r\.json"):
+        check_output("/proc/r.json", overwrite=False)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_an_output_in_a_read_only_folder_is_refused_before_any_work(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        with pytest.raises(UsageError, match="Permission denied"):
+            check_output(folder / "r.json", overwrite=False)
+    finally:
+        folder.chmod(0o700)
+    assert list(folder.iterdir()) == []
+
+
+def test_the_write_probe_leaves_nothing(tmp_path: Path) -> None:
+    check_output(tmp_path / "r.json", overwrite=False)
+    assert list(tmp_path.iterdir()) == []
