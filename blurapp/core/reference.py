@@ -230,6 +230,6 @@ def correlate(
     if isinstance(kernel, str):
         kernel = Kernel.parse(kernel)
     if convolve:
-        kernel = kernel.flipped()
+        kernel = kernel.for_convolution()
     result = correlate_float(to_float(image), kernel, border)
     return from_float(result, image.dtype, range_mode=range_mode, squeeze=image.ndim == 2)
