@@ -1,4 +1,4 @@
-"""Time the same Gaussian on the same image through blurapp's GPU strategies and CPU peers.
+"""Time the same kernel on the same image through blurapp's GPU strategies and CPU peers.
 
 Peers (each where installed; ``pip install -e '.[bench]'``): OpenCV ``sepFilter2D`` and
 ``filter2D``, ``scipy.ndimage.correlate1d`` along both axes (what ``gaussian_filter`` runs) and
@@ -6,9 +6,15 @@ Pillow's ``GaussianBlur``. Every figure comes from one run of this script on one
 reported as a ratio to OpenCV's ``sepFilter2D``; the outputs are compared with ours so that the
 table cannot time different filters by accident.
 
+The large-kernel case (``--kernel`` with a non-separable kernel, e.g. ``disk:radius=30``)
+compares with OpenCV ``filter2D`` (which switches to a DFT for large kernels) and
+``scipy.signal.oaconvolve`` (overlap-add FFT), and reports ratios to ``filter2D``.
+
 Usage::
 
     .venv/bin/python benchmarks/peers.py --size 3840x2160 --radius 8 --repeat 3 [--json F]
+    .venv/bin/python benchmarks/peers.py --size 1024x1024 --channels 3 \
+        --kernel disk:radius=30 --strategies fft
 """
 
 from __future__ import annotations
@@ -86,24 +92,46 @@ def _peers(x: np.ndarray, spec: str) -> dict[str, tuple[Callable[[], np.ndarray]
     from blurapp.engine import as_kernel
 
     kernel = as_kernel(spec)
-    col = np.asarray(kernel.separability.column, np.float32)
-    row = np.asarray(kernel.separability.row, np.float32)
+    separable = kernel.separability.rank == 1
+    col = np.asarray(kernel.separability.column, np.float32) if separable else None
+    row = np.asarray(kernel.separability.row, np.float32) if separable else None
     w2 = np.asarray(kernel.weights, np.float32)
     calls: dict[str, tuple[Callable[[], np.ndarray], str]] = {}
     try:
         import cv2
 
         threads = cv2.getNumThreads()
-        calls["OpenCV sepFilter2D"] = (
-            lambda: cv2.sepFilter2D(x, -1, row, col, borderType=cv2.BORDER_REPLICATE),
-            f"cv2 {cv2.__version__}, {threads} threads",
-        )
+        if separable:
+            calls["OpenCV sepFilter2D"] = (
+                lambda: cv2.sepFilter2D(x, -1, row, col, borderType=cv2.BORDER_REPLICATE),
+                f"cv2 {cv2.__version__}, {threads} threads",
+            )
         calls["OpenCV filter2D"] = (
             lambda: cv2.filter2D(x, -1, w2, borderType=cv2.BORDER_REPLICATE),
             f"cv2 {cv2.__version__}, {threads} threads (2-D kernel)",
         )
     except ImportError:
         pass
+    if not separable:
+        try:
+            import scipy
+            from scipy import signal
+
+            kh, kw = w2.shape
+            pad = ((kh // 2, kh - 1 - kh // 2), (kw // 2, kw - 1 - kw // 2), (0, 0))
+            flipped = w2[::-1, ::-1, None]  # correlation is convolution with the flipped kernel
+
+            def oaconvolve() -> np.ndarray:
+                padded = np.pad(x, pad, mode="edge")  # the clamp border
+                return signal.oaconvolve(padded, flipped, mode="valid", axes=(0, 1))
+
+            calls["scipy.signal oaconvolve"] = (
+                oaconvolve,
+                f"scipy {scipy.__version__}, 1 thread, overlap-add FFT",
+            )
+        except ImportError:
+            pass
+        return calls
     try:
         import scipy
         from scipy import ndimage
@@ -136,7 +164,10 @@ def _peers(x: np.ndarray, spec: str) -> dict[str, tuple[Callable[[], np.ndarray]
     return calls
 
 
-def format_table(records: list[PeerRecord], base_name: str = "OpenCV sepFilter2D") -> str:
+BASES = ("OpenCV sepFilter2D", "OpenCV filter2D")  # the ratios' base: the first one timed
+
+
+def format_table(records: list[PeerRecord], base_name: str = BASES[0]) -> str:
     """Markdown table: each implementation's median and its time relative to OpenCV's."""
     base = next((r.median_ms for r in records if r.name == base_name), None)
     lines = [
@@ -159,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", default="3840x2160", help="image WxH (default 4K UHD)")
     p.add_argument("--radius", type=int, default=8, help="Gaussian radius (sigma = R/3)")
+    p.add_argument(
+        "--kernel", help="a kernel spec instead of the Gaussian of --radius (e.g. disk:radius=30)"
+    )
+    p.add_argument("--channels", type=int, default=4, help="image channels (default 4)")
     p.add_argument("--strategies", default="separable,transpose", help="our GPU strategies to time")
     p.add_argument(
         "--storage", default="rgba32f", help="also time our first strategy with this input format"
@@ -171,8 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     from blurapp.gpu.device import get_device
 
     width, height = parse_size(args.size)
-    spec = bench_kernel(args.radius)
-    x = make_image(width, height, 4, "rgba32f")
+    spec = args.kernel or bench_kernel(args.radius)
+    x = make_image(width, height, args.channels, "rgba32f")
     ctx = get_device()
     machine = {
         "adapter": ctx.info["summary"],
@@ -180,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "python": sys.version.split()[0],
     }
-    print(f"{width}×{height} RGBA float32, {spec}, clamp border; adapter {machine['adapter']}")
+    print(
+        f"{width}×{height}×{args.channels} float32, {spec}, clamp border; "
+        f"adapter {machine['adapter']}"
+    )
     records: list[PeerRecord] = []
     ours_out = None
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
@@ -202,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         diff = float(np.abs(np.asarray(out, np.float32) - ours_out).max())
         med = statistics.median(times)
         records.append(PeerRecord(name, med, min(times), "wall", med, diff, note))
-    print(format_table(records))
+    names = {r.name for r in records}
+    print(format_table(records, next((b for b in BASES if b in names), BASES[0])))
     if args.json:
         args.json.write_text(
             json.dumps(

@@ -239,3 +239,22 @@ def test_new_kernel_rewrites_the_spectrum_only(fresh_filter) -> None:
     assert dict(f.stats) == created
     ref = correlate_float(x, kernel("random:7x7"), Border.parse("wrap"))
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_tiles_agree_with_the_whole_image_within_the_bound(gpu) -> None:
+    """In tiles the blocks follow the tile: the same result within the error bound, not bit for
+    bit (the other strategies' arithmetic per pixel does not depend on the image size)."""
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.pipeline import filter_pixels
+
+    x = image((70, 90, 3), "tiles")
+    k = kernel("disk:radius=5")
+    spec = FilterSpec.create("disk:radius=5", "mirror", "fft")
+    whole = filter_pixels(x, spec)
+    tiled = filter_pixels(x, spec, max_tile_side=40)
+    assert "tiles of up to" in tiled.reason and whole.strategy == tiled.strategy == "fft"
+    ref = correlate_float(x, k, Border.parse("mirror"))
+    bound = error_bound(x, k, (2048, 2048), "mirror")
+    assert np.abs(tiled.image - ref).max() <= bound
+    assert np.abs(whole.image - ref).max() <= bound
