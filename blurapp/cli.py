@@ -176,11 +176,25 @@ def _add_optional(
     p.set_defaults(func=func)
 
 
+def _tolerant_streams() -> None:
+    """Let what blurapp prints (×, σ, →) through streams whose encoding cannot show it
+    (PYTHONIOENCODING=ascii, a C locale): such a character becomes '?', not a
+    UnicodeEncodeError after the work is done. Strict streams only; an entry point's change."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            try:
+                reconfigure(errors="replace")
+            except (ValueError, OSError):  # a stream that cannot change now: leave it
+                pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage).
 
     An entry point: it makes the process-wide set-up (:func:`blurapp.process.prepare_process`).
     """
+    _tolerant_streams()
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-")):
         args_list.insert(0, "gui")

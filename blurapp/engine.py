@@ -7,6 +7,7 @@ job; it, the strategies view and ``blurapp bench`` call :func:`filter_float`.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Hashable
 
@@ -44,7 +45,17 @@ def gpu_limits() -> DeviceLimits | None:
     try:
         return get_device().limits
     except GpuUnavailableError:
+        _raise_if_adapter_named()
         return None
+
+
+def _raise_if_adapter_named() -> None:
+    """Re-raise the error at hand when BLURAPP_ADAPTER names an adapter: ``auto`` falls back
+    to the reference only when no adapter was asked for, never silently past a wrong name."""
+    from blurapp.gpu.device import ADAPTER_ENV
+
+    if os.environ.get(ADAPTER_ENV, "").strip():
+        raise
 
 
 def tile_grid(
@@ -69,6 +80,7 @@ def tile_grid(
         try:
             ctx = get_device()
         except GpuUnavailableError:
+            _raise_if_adapter_named()
             ctx = None  # auto runs the reference; an explicit GPU strategy fails on its own
         if ctx is not None:
             max_side = ctx.limits.max_texture_side

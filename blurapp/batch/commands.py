@@ -102,6 +102,20 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _check_adapter(spec: FilterSpec) -> None:
+    """Fail once, before any work, when the strategy asked for needs a GPU adapter that is
+    not there (or BLURAPP_ADAPTER names none); ``auto`` and ``cpu`` run without one."""
+    from blurapp.core.strategies import STRATEGIES
+    from blurapp.engine import gpu_limits
+
+    if STRATEGIES[spec.strategy].runs_on == "gpu":
+        from blurapp.gpu.device import get_device
+
+        get_device()
+    elif spec.runs_on_gpu:
+        gpu_limits()  # auto: raises only when BLURAPP_ADAPTER names no adapter
+
+
 def run_batch(args: argparse.Namespace) -> int:
     """``blurapp batch IN... -o DIR --kernel SPEC ...``; returns the exit code (0, 1 or 2)."""
     from blurapp.batch.inputs import expand_inputs, plan_jobs, split_existing
@@ -127,6 +141,8 @@ def run_batch(args: argparse.Namespace) -> int:
     to_run, skipped = split_existing(
         jobs, overwrite=args.overwrite, skip_existing=args.skip_existing
     )
+    if to_run and not scheduler:
+        _check_adapter(spec)  # once, not the same line per file
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:

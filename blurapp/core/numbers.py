@@ -60,6 +60,12 @@ def check_image(image: np.ndarray) -> None:
     """
     if not isinstance(image, np.ndarray):
         raise ImageError(f"expected a numpy array as image, got {type(image).__name__}")
+    if isinstance(image, np.ma.MaskedArray):
+        # Filtering its data would ignore the mask without a word (issue 18).
+        raise ImageError(
+            "a masked array's mask would be ignored: pass image.filled(value) for the pixels "
+            "to use under the mask, or image.data to filter them as they are"
+        )
     if image.ndim not in (2, 3):
         raise ImageError(
             f"image must be H×W or H×W×C, got {image.ndim} dimension(s) with shape {image.shape}"
@@ -72,6 +78,12 @@ def check_image(image: np.ndarray) -> None:
             f"(shape {image.shape})"
         )
     if image.dtype not in SUPPORTED_DTYPES:
+        native = image.dtype.newbyteorder("=")
+        if native in SUPPORTED_DTYPES and image.dtype.byteorder not in ("=", "|"):
+            raise ImageError(
+                f"pixel type {image.dtype.name} in non-native byte order ({image.dtype.str}): "
+                f"convert it first, e.g. image.astype('{native.str}')"
+            )
         raise ImageError(f"unsupported pixel type {image.dtype.name}; supported: {_SUPPORTED_TEXT}")
 
 

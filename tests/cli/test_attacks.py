@@ -205,3 +205,33 @@ def test_multi_frame_images_are_refused_with_a_clear_line(capsys, tmp_path) -> N
 def test_tiny_sigmas_are_one_line(capsys, spec) -> None:
     code, err = run(capsys, "kernel", spec, "--no-plan")
     assert code == 2 and "RuntimeWarning" not in err
+
+
+# ------------------------------------------------------------------ the adapter asked for
+
+
+def test_an_adapter_name_that_matches_nothing_is_an_error(png, tmp_path) -> None:
+    env = {"BLURAPP_ADAPTER": "no-such-adapter-xyz"}
+    proc = subprocess_run("apply", png, "-o", tmp_path / "o.png", "--kernel", "box:3", env=env)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "matches no adapter (found: " in lines[0]
+    assert not (tmp_path / "o.png").exists()
+    # A batch says it once, before any work, not once per file.
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"p{i}.png").write_bytes(png.read_bytes())
+    proc = subprocess_run(
+        "batch", folder, "-o", tmp_path / "out", "--kernel", "box:3", "--strategy", "direct",
+        "--quiet", env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_ascii_terminal_gets_question_marks_not_a_traceback() -> None:
+    proc = subprocess_run("kernel", "box:3", "--no-plan", env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0, proc.stderr
+    assert "3?3" in proc.stdout and "Traceback" not in proc.stderr
