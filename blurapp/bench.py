@@ -22,6 +22,7 @@ import numpy as np
 
 from blurapp.core import strategies as registry
 from blurapp.core.errors import UsageError
+from blurapp.core.filterspec import add_tolerance_argument
 from blurapp.io import atomic_output, check_output, write_text
 
 # The GPU strategies by default; ``cpu`` on request (it is orders of magnitude slower).
@@ -86,8 +87,16 @@ def parse_int_list(text: str, what: str) -> list[int]:
     return values
 
 
-def bench_kernel(radius: int) -> str:
-    """The benchmark's kernel for a radius: a Gaussian of exactly that radius (rank 1)."""
+#: ``--family``: the benchmark kernel of each radius. ``disk`` is not separable (rank ~R/1.4),
+#: the case for direct, tiled and lowrank; separable and transpose cannot run it.
+FAMILIES = ("gaussian", "disk")
+
+
+def bench_kernel(radius: int, family: str = "gaussian") -> str:
+    """The benchmark's kernel for a radius: a Gaussian of exactly that radius (rank 1), or
+    with ``family="disk"`` a disk that fills the (2R+1)² grid (radius R + 0.5)."""
+    if family == "disk":
+        return f"disk:radius={radius + 0.5:g}"
     sigma = max(radius / 3.0, 0.5)
     return f"gaussian:sigma={sigma:g},radius={radius}"
 
@@ -118,31 +127,38 @@ def run_case(
     kernel_spec: str | None = None,
     label: str | None = None,
     max_tile_side: int | None = None,
+    family: str = "gaussian",
+    tolerance: float | None = None,
 ) -> BenchRecord:
     """Time one strategy on one image with the benchmark kernel of ``radius``.
 
     ``kernel_spec`` replaces the benchmark kernel and ``label`` the strategy's name in the
     record (the copy ceiling is ``direct`` with ``matrix:1x1:1``, labelled ``copy``).
     ``max_tile_side`` runs the image in tiles (the pixel pipeline's tile loop, float input),
-    timing the sum of the tiles' passes.
+    timing the sum of the tiles' passes. ``family`` picks the benchmark kernel
+    (:func:`bench_kernel`), ``tolerance`` is lowrank's.
     """
     from blurapp.engine import as_kernel, filter_float
     from blurapp.gpu.device import get_device
 
     ctx = get_device()
-    kernel = as_kernel(kernel_spec or bench_kernel(radius))
+    kernel = as_kernel(kernel_spec or bench_kernel(radius, family))
     # Normalised floats that the GPU stores back exactly in the ``fmt`` texture (rgba8unorm,
     # rgba16float or rgba32float): the format changes what the shaders read, not the pixels.
     x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
     runs = []
     for i in range(warmup + repeat):
         if max_tile_side is None:
-            _, timing, _, _ = filter_float(x, kernel, border, strategy, storage=fmt)
+            _, timing, _, _ = filter_float(
+                x, kernel, border, strategy, storage=fmt, tolerance=tolerance
+            )
         else:
             from blurapp.core.filterspec import FilterSpec
             from blurapp.pipeline import filter_pixels
 
-            spec = FilterSpec.create(kernel, border, strategy, alpha="straight")
+            spec = FilterSpec.create(
+                kernel, border, strategy, alpha="straight", tolerance=tolerance
+            )
             timing = filter_pixels(x, spec, max_tile_side=max_tile_side).timing
         if i >= warmup:
             runs.append(timing)
@@ -298,7 +314,19 @@ def write_plot(records: list[BenchRecord], path: Path, *, overwrite: bool = Fals
 def add_options(p: argparse.ArgumentParser) -> None:
     """The options of ``blurapp bench``."""
     p.add_argument("--size", action="append", metavar="WxH", help="image size (repeatable)")
-    p.add_argument("--radii", default="1,2,4,8,16,32", help="comma-separated kernel radii")
+    p.add_argument(
+        "--radii",
+        default="1,2,4,8,16,32",
+        help="comma-separated kernel radii (up to 256; direct at R=64 takes minutes on a CPU)",
+    )
+    p.add_argument(
+        "--family",
+        default="gaussian",
+        choices=FAMILIES,
+        help="benchmark kernel: gaussian (rank 1, default) or disk (not separable: direct, "
+        "tiled, lowrank); a strategy that cannot run it is skipped and says why",
+    )
+    add_tolerance_argument(p)
     p.add_argument(
         "--strategies",
         default=",".join(DEFAULT_STRATEGIES),
@@ -369,6 +397,10 @@ def run_bench(args: argparse.Namespace) -> int:
             )
         for radius in radii:
             for strategy in strategies:
+                problem = _why_not(strategy, radius, args)
+                if problem:
+                    print(f"  {strategy} {w}x{h} R={radius}: skipped, {problem}", file=sys.stderr)
+                    continue
                 if not args.quiet:
                     print(f"  {strategy} {w}x{h} R={radius} …", file=sys.stderr, flush=True)
                 records.append(
@@ -381,6 +413,8 @@ def run_bench(args: argparse.Namespace) -> int:
                         warmup=args.warmup,
                         fmt=args.format,
                         max_tile_side=args.max_tile_side,
+                        family=args.family,
+                        tolerance=args.tolerance,
                     )
                 )
     records = with_copy_share(records)
@@ -395,6 +429,24 @@ def run_bench(args: argparse.Namespace) -> int:
     if args.plot and records:
         write_plot(records, args.plot, overwrite=args.overwrite)
     return 0
+
+
+def _why_not(strategy: str, radius: int, args: argparse.Namespace) -> str | None:
+    """Why ``strategy`` cannot run the benchmark kernel of ``radius`` here, or ``None``."""
+    from blurapp.core.kernel import Kernel
+    from blurapp.core.planner import choose_tile
+    from blurapp.engine import gpu_limits
+
+    kernel = Kernel.parse(bench_kernel(radius, args.family))
+    problem = registry.why_not(strategy, kernel, args.tolerance)
+    if problem is None and strategy == "tiled":
+        limits = gpu_limits()
+        try:
+            if limits is not None:
+                choose_tile(kernel.shape, limits)
+        except UsageError as e:
+            problem = str(e)
+    return problem
 
 
 def records_csv(records: list[BenchRecord]) -> str:

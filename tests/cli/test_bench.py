@@ -118,3 +118,28 @@ def test_bench_ceiling_reports_share_of_a_plain_copy(gpu: object, tmp_path: Path
     expected = 100 * sep["gbps_effective"] / copy["gbps_effective"]
     assert sep["pct_of_copy"] == pytest.approx(expected)
     assert "% copy" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_bench_disk_family_for_the_non_separable_strategies(gpu: object, tmp_path: Path) -> None:
+    # --family disk: a kernel lowrank has something to do with (disk:radius=R+0.5, rank > 1);
+    # separable cannot run it and is skipped with its one-line reason, not a traceback.
+    out_json = tmp_path / "d.json"
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "blurapp", "bench", "--size", "24x20", "--radii", "2,4",
+            "--family", "disk", "--strategies", "direct,separable,lowrank",
+            "--tolerance", "0.01", "--repeat", "1", "--warmup", "0", "--quiet",
+            "--json", str(out_json),
+        ],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = json.loads(out_json.read_text())
+    assert [(r["strategy"], r["kernel"]) for r in records] == [
+        ("direct", "disk:radius=2.5"), ("lowrank", "disk:radius=2.5"),
+        ("direct", "disk:radius=4.5"), ("lowrank", "disk:radius=4.5"),
+    ]  # fmt: skip
+    assert "separable 24x20 R=2: skipped, separable needs a rank-1 kernel" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert set(records[1]["passes"]) == {"rows1", "cols1", "rows2", "cols2", "rows3", "cols3"}
