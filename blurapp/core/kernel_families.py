@@ -123,6 +123,16 @@ def _number(family: str, key: str, value: str) -> float:
     return x
 
 
+def _required_positive(family: str, p: dict[str, str], key: str, example: str) -> float:
+    """Parameter ``key`` of ``p``, which must be given and be a number > 0."""
+    if key not in p:
+        raise _err(f"{family} needs {key}=..., e.g. {example}")
+    x = _number(family, key, p[key])
+    if x <= 0:
+        raise _err(f"{family} {key} must be > 0, got {_q(p[key])}")
+    return x
+
+
 def _integer(family: str, key: str, value: str) -> int:
     try:
         return int(value.strip())
@@ -258,11 +268,7 @@ def build_log(text: str) -> tuple[np.ndarray, str]:
     subtracted so the weights sum to 0 (to round-off) despite the truncation.
     """
     p = _params("log", text)
-    if "sigma" not in p:
-        raise _err("log needs sigma=..., e.g. log:sigma=1.5")
-    sigma = _number("log", "sigma", p["sigma"])
-    if sigma <= 0:
-        raise _err(f"log sigma must be > 0, got {_q(p['sigma'])}")
+    sigma = _required_positive("log", p, "sigma", "log:sigma=1.5")
     rx, ry = _radii("log", p, sigma, sigma)
     if rx != ry:
         raise _err(f"log radius must be a single number, got {_q(p['radius'])}")
@@ -514,11 +520,7 @@ def build_unsharp(text: str) -> tuple[np.ndarray, str]:
     Gaussian, both outer products), so ``lowrank`` runs it exactly as two separable pairs.
     """
     p = _params("unsharp", text)
-    if "sigma" not in p:
-        raise _err("unsharp needs sigma=..., e.g. unsharp:sigma=2,amount=1")
-    sigma = _number("unsharp", "sigma", p["sigma"])
-    if sigma <= 0:
-        raise _err(f"unsharp sigma must be > 0, got {_q(p['sigma'])}")
+    sigma = _required_positive("unsharp", p, "sigma", "unsharp:sigma=2,amount=1")
     amount = _number("unsharp", "amount", p["amount"]) if "amount" in p else 1.0
     if amount < 0:
         raise _err(f"unsharp amount must be >= 0, got {_q(p['amount'])}")
@@ -551,11 +553,7 @@ def build_dog(text: str) -> tuple[np.ndarray, str]:
         text = f"sigma={named['sigma']},sigma2={pos[0]}"
         text += "".join(f",{k}={v}" for k, v in named.items() if k != "sigma")
     p = _params("dog", text)
-    if "sigma" not in p:
-        raise _err("dog needs sigma=..., e.g. dog:sigma=1,2")
-    s1 = _number("dog", "sigma", p["sigma"])
-    if s1 <= 0:
-        raise _err(f"dog sigma must be > 0, got {_q(p['sigma'])}")
+    s1 = _required_positive("dog", p, "sigma", "dog:sigma=1,2")
     s2 = _number("dog", "sigma2", p["sigma2"]) if "sigma2" in p else DOG_RATIO * s1
     if s2 <= 0:
         raise _err(f"dog sigma2 must be > 0, got {_q(p['sigma2'])}")
