@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from blurapp import pipeline
-from blurapp.core.errors import BlurappError
+from blurapp.core.errors import BlurappError, ImageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.engine import tile_grid
 from blurapp.io import (
     DEFAULT_MAX_PIXELS,
     ImageData,
+    ImageInfo,
     output_dtype,
     probe_image,
     read_image,
@@ -37,6 +38,8 @@ __all__ = [
     "FileRecord",
     "Job",
     "MemoryBudget",
+    "available_memory",
+    "check_memory",
     "process_file",
     "run_pipeline",
 ]
@@ -49,6 +52,9 @@ __all__ = [
 #: host memory on lavapipe) are made once per image size, not per image, and are not counted.
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
+#: The share of the available memory one image may need (:func:`check_memory`).
+MEMORY_SHARE = 0.9
+
 
 @dataclass(frozen=True)
 class EncodeSettings:
@@ -60,6 +66,59 @@ class EncodeSettings:
     overwrite: bool = False
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_tile_side: int | None = None  # --max-tile-side: tiles of at most this side, halo included
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the least of the memory the system has
+    available, the cgroup's limit left (containers) and the address-space limit (ulimit -v);
+    ``None`` where none of them can be read."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
+            current = int(fh.read().strip())
+        if limit != "max":
+            found.append(max(0, int(limit) - current))
+    except (OSError, ValueError):
+        pass
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            found.append(soft)
+    except (ImportError, OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def check_memory(source: Path, info: ImageInfo, need: int) -> None:
+    """Refuse, before decoding, an image whose filtering needs more memory than there is.
+
+    The megapixel limit alone lets a 1 MB PNG declaring 249 MP RGBA through (about 19 GB on
+    the float path); what counts is the bytes the pipeline will allocate at once
+    (:func:`blurapp.pipeline.working_bytes`).
+
+    Raises:
+        ImageError: one line naming the file, the bytes needed and the bytes available.
+    """
+    available = available_memory()
+    if available is None or need <= available * MEMORY_SHARE:
+        return
+    raise ImageError(
+        f"cannot filter {source}: {info.width}×{info.height} with {info.channels} channel(s) "
+        f"needs about {need / 2**30:.1f} GiB of memory at once, more than the "
+        f"{available * MEMORY_SHARE / 2**30:.1f} GiB this machine can give it (a guard against "
+        "decompression bombs)"
+    )
 
 
 def file_dtype(spec: FilterSpec, stored: np.dtype, fmt: str) -> np.dtype:
@@ -79,6 +138,13 @@ def process_file(
     Returns:
         The filter's result (its pixels as written).
     """
+    info = probe_image(source)
+    if info.pixels <= encode.max_pixels:  # else read_image refuses it with its own line
+        need = pipeline.working_bytes(
+            info.width, info.height, info.channels, info.dtype, spec,
+            file_dtype(spec, info.dtype, fmt),
+        )  # fmt: skip
+        check_memory(source, info, need)
     image = read_image(source, max_pixels=encode.max_pixels)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
     result = pipeline.filter_pixels(
@@ -251,6 +317,8 @@ def run_pipeline(
                 reserved = pipeline.working_bytes(
                     info.width, info.height, info.channels, info.dtype, spec, out_dtype
                 )
+                if info.pixels <= encode.max_pixels:
+                    check_memory(job.input, info, reserved)
                 reserved = min(reserved, memory_budget)
                 if info.pixels > encode.max_pixels:
                     reserved = 0  # read_image refuses it without decoding
