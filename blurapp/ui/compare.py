@@ -1,16 +1,23 @@
 """The comparison area (objectName ``compareView``): the result, a before/after split, every
-strategy side by side, and the five border modes on a corner crop, with views locked together."""
+strategy side by side, and the five border modes on a corner crop, with views locked together.
+
+The Strategies view compares the visible region of the result (its centre, up to 1024 pixels a
+side) unless "Whole image" is ticked; both comparison views show their progress and can be
+cancelled (``compareCancel``, ``bordersCancel``)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QProgressBar,
+    QPushButton,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -81,8 +88,37 @@ class Pane(QFrame):
         self.filled = False
 
 
+def _progress_bar(name: str) -> QProgressBar:
+    bar = QProgressBar(objectName=name)
+    bar.setRange(0, 100)
+    bar.setMaximumWidth(220)
+    bar.hide()
+    return bar
+
+
+def _cancel_button(name: str) -> QPushButton:
+    button = QPushButton("Cancel", objectName=name)
+    button.setToolTip("Stop this comparison (what is done stays on screen)")
+    button.hide()
+    return button
+
+
+def _first_run_text(run) -> str:
+    """ " · first run 566 ms (compiling)" when the strategy's first run was timed apart."""
+    if run.first_timing is None:
+        return ""
+    return f" · first run {run.first_timing.wall_ms:.0f} ms incl. compiling"
+
+
 class StrategiesView(QWidget):
-    """One pane per strategy: the image, its time and its maximum error, or why it cannot run."""
+    """One pane per strategy: the image, its time and its maximum error, or why it cannot run.
+
+    Times are warm runs (a strategy's first run in the session, which compiles its GPU
+    pipelines, is made once more and shown apart); the cpu pane is the float64 reference the
+    errors are measured against.
+    """
+
+    scope_changed = Signal()  # "Whole image" toggled
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -91,6 +127,20 @@ class StrategiesView(QWidget):
         self.panes: dict[str, Pane] = {}
         self.header = QLabel("Every strategy on the current image and kernel.")
         self.header.setWordWrap(True)
+        self.whole = QCheckBox("Whole image", objectName="compareWholeImage")
+        self.whole.setToolTip(
+            "Compare on the whole image instead of the visible region (up to 1024 px a side)"
+        )
+        self.progress = _progress_bar("compareProgress")
+        self.cancel = _cancel_button("compareCancel")
+        self.status = QLabel(objectName="compareStatus")
+        bar = QHBoxLayout()
+        bar.addWidget(self.whole)
+        bar.addStretch(1)
+        bar.addWidget(self.status)
+        bar.addWidget(self.progress)
+        bar.addWidget(self.cancel)
+        self.whole.toggled.connect(lambda _on: self.scope_changed.emit())
         grid = QGridLayout()
         for i, name in enumerate(compared_names()):
             info = get_info(name)
@@ -101,10 +151,40 @@ class StrategiesView(QWidget):
             grid.addWidget(pane, i // 3, i % 3)
         layout = QVBoxLayout(self)
         layout.addWidget(self.header)
+        layout.addLayout(bar)
         layout.addLayout(grid, 1)
         self.result: StrategiesResult | None = None
+        self.running = False
 
-    def show_result(self, result: StrategiesResult) -> None:
+    def whole_image(self) -> bool:
+        return self.whole.isChecked()
+
+    def start(self, window: tuple[int, int, int, int] | None, shape: tuple[int, ...]) -> None:
+        """A comparison of ``window`` (``None``: the whole image) has been asked for."""
+        self.running = True
+        self.progress.setValue(0)
+        self.progress.show()
+        self.cancel.show()
+        h, w = int(shape[0]), int(shape[1])
+        if window is None or window == (0, h, 0, w):
+            self.status.setText(f"whole image, {w}×{h}")
+        else:
+            y0, y1, x0, x1 = window
+            self.status.setText(f"visible region {x1 - x0}×{y1 - y0} at x {x0}, y {y0}")
+        for pane in self.panes.values():
+            if not pane.filled:
+                pane.clear("waiting…")
+
+    def show_cancelled(self, message: str = "") -> None:
+        self.running = False
+        self.progress.hide()
+        self.cancel.hide()
+        self.status.setText(message or "cancelled: what was done is shown")
+        for pane in self.panes.values():
+            if pane.caption.text() in ("running…", "waiting…"):
+                pane.clear("cancelled")
+
+    def show_result(self, result: StrategiesResult, *, final: bool = True) -> None:
         self.result = result
         done = {run.strategy for run in result.runs}
         for run in result.runs:
@@ -114,17 +194,30 @@ class StrategiesView(QWidget):
             elif run.qimage is not None and run.timing is not None:
                 t = run.timing
                 tile = f", tile {run.tile}" if run.tile else ""
+                if run.reference:
+                    quality = "the float64 reference the others are compared with"
+                else:
+                    quality = f"max error {run.max_error:.2e}"
                 pane.show_image(
                     run.qimage,
                     f"{t.total_ms:.2f} ms ({t.timer}){tile} · {t.mpix_per_s:.1f} Mpix/s · "
-                    f"max error {run.max_error:.2e}",
+                    f"{quality}{_first_run_text(run)}",
                 )
+        running = True
         for name, pane in self.panes.items():
             if name not in done:
-                pane.clear("running…")
+                pane.clear("running…" if running else "waiting…")
+                running = False
+        self.progress.setValue(round(100 * result.done / max(1, result.total)))
+        if final:
+            self.running = False
+            self.progress.hide()
+            self.cancel.hide()
+        region = "the whole image" if result.whole else "the visible region"
         self.header.setText(
-            f"Every strategy on the current image with <b>{result.kernel.spec}</b>, border "
-            f"{result.border}; max error is against the float64 reference."
+            f"Every strategy on {region} with <b>{result.kernel.spec}</b>, border "
+            f"{result.border}; warm runs (a first run, which compiles, is timed apart); max "
+            "error is against the float64 reference (the cpu pane)."
         )
 
     def applicable_count(self) -> int:
@@ -149,6 +242,8 @@ class BordersView(QWidget):
         self.reference.addItems(list(BORDER_MODES))
         self.info = QLabel()
         self.info.setWordWrap(True)
+        self.progress = _progress_bar("bordersProgress")
+        self.cancel = _cancel_button("bordersCancel")
         bar = QHBoxLayout()
         bar.addWidget(QLabel("Corner"))
         bar.addWidget(self.corner)
@@ -157,6 +252,8 @@ class BordersView(QWidget):
         bar.addWidget(QLabel("Difference against"))
         bar.addWidget(self.reference)
         bar.addStretch(1)
+        bar.addWidget(self.progress)
+        bar.addWidget(self.cancel)
         grid = QGridLayout()
         self.panes: dict[str, Pane] = {}
         self.diff_panes: dict[str, Pane] = {}
@@ -180,8 +277,23 @@ class BordersView(QWidget):
         self.crop.valueChanged.connect(self.settings_changed)
         self.reference.currentTextChanged.connect(self.settings_changed)
 
+    def start(self) -> None:
+        self.progress.setValue(0)
+        self.progress.show()
+        self.cancel.show()
+
+    def show_progress(self, done: int, total: int) -> None:
+        self.progress.setValue(round(100 * done / max(1, total)))
+
+    def show_cancelled(self, message: str = "") -> None:
+        self.progress.hide()
+        self.cancel.hide()
+        self.info.setText(message or "cancelled")
+
     def show_result(self, result: BordersResult) -> None:
         self.result = result
+        self.progress.hide()
+        self.cancel.hide()
         for pane in result.panes:
             self.panes[pane.mode].show_image(pane.qimage, pane.mode)
             self.diff_panes[pane.mode].title.setText(

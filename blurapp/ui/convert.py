@@ -65,6 +65,17 @@ def signed_color(t: float) -> QColor:
     )
 
 
+def signed_rgb(t: np.ndarray) -> np.ndarray:
+    """:func:`signed_color` of every value of a 2-D array (clipped to ±1), as H×W×3 uint8."""
+    t = np.clip(np.nan_to_num(np.asarray(t, dtype=np.float64)), -1.0, 1.0)
+    pos = np.array([178, 24, 43], np.float64)
+    neg = np.array([33, 102, 172], np.float64)
+    end = np.where((t >= 0)[..., None], pos, neg)
+    a = np.abs(t)[..., None]
+    rgb = 255.0 + (end - 255.0) * a
+    return np.ascontiguousarray(np.floor(rgb + 0.5).astype(np.uint8))
+
+
 def heat_rgb(values: np.ndarray, vmax: float) -> np.ndarray:
     """A magnitude heat-map (black -> red -> yellow -> white) of a 2-D array, as H×W×3 uint8.
 

@@ -1,11 +1,23 @@
 """A zoomable, pannable image view (fit, 1:1, wheel), optionally a before/after split, and a
-link that keeps several views' zoom and position together."""
+link that keeps several views' zoom and position together.
+
+A view shows an image of a *logical* size (the image's pixels: the scene's coordinates) from a
+picture that may be smaller (a display-resolution copy, or a reduced preview), and patches over
+it (a region rendered apart, e.g. the exact visible pixels before the whole image is done)."""
 
 from __future__ import annotations
 
+import math
+
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import QGraphicsPixmapItem, QGraphicsScene, QGraphicsView, QWidget
+from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtWidgets import (
+    QGraphicsPixmapItem,
+    QGraphicsScene,
+    QGraphicsView,
+    QLabel,
+    QWidget,
+)
 
 ZOOM_STEP = 1.25
 MIN_SCALE = 1 / 64
@@ -33,6 +45,17 @@ class ImageView(QGraphicsView):
             else Qt.TransformationMode.FastTransformation
         )
         self.scene().addItem(self._item)
+        self._smooth = smooth
+        self._logical = (0, 0)  # (width, height) of the image shown, in image pixels
+        self._patches: list[QGraphicsPixmapItem] = []
+        self._note = QLabel(self.viewport())
+        self._note.setObjectName("viewNote")
+        self._note.setStyleSheet(
+            "background: rgba(20, 20, 20, 190); color: #ffd27f; padding: 3px 6px;"
+            " border-radius: 3px;"
+        )
+        self._note.move(8, 8)
+        self._note.hide()
         self._before: QPixmap | None = None
         self._split = False
         self._divider = 0.5
@@ -48,34 +71,107 @@ class ImageView(QGraphicsView):
         self.verticalScrollBar().valueChanged.connect(self.view_changed)
 
     # ---- content -------------------------------------------------------------------------
-    def set_image(self, image: QImage | QPixmap | None, *, before: QImage | None = None) -> None:
-        """Show ``image`` (``None`` clears); the zoom is kept unless the size changed."""
+    def set_image(
+        self,
+        image: QImage | QPixmap | None,
+        *,
+        before: QImage | None = None,
+        logical_size: tuple[int, int] | None = None,
+    ) -> None:
+        """Show ``image`` (``None`` clears) as an image of ``logical_size`` (width, height;
+        default: the picture's own size): a smaller picture is stretched over it. Patches are
+        dropped; the zoom is kept unless the logical size changed."""
         pixmap = (
             QPixmap()
             if image is None
             else (image if isinstance(image, QPixmap) else QPixmap.fromImage(image))
         )
-        size_changed = pixmap.size() != self._item.pixmap().size()
+        size = logical_size or (pixmap.width(), pixmap.height())
+        size_changed = size != self._logical
+        self._logical = (int(size[0]), int(size[1]))
         self._item.setPixmap(pixmap)
-        self.scene().setSceneRect(QRectF(pixmap.rect()))
+        if pixmap.isNull() or (pixmap.width(), pixmap.height()) == self._logical:
+            self._item.setTransform(QTransform())
+        else:
+            self._item.setTransform(
+                QTransform.fromScale(
+                    self._logical[0] / pixmap.width(), self._logical[1] / pixmap.height()
+                )
+            )
+        self.clear_patches()
+        self.scene().setSceneRect(QRectF(0, 0, *self._logical))
         if before is not None:
             self._before = QPixmap.fromImage(before)
         if size_changed and self._fit:
             self.fit()
         self.viewport().update()
 
+    def set_patch(self, image: QImage, x: float, y: float, scale: float = 1.0) -> None:
+        """Paint ``image`` over the picture with its top-left at image pixel (x, y), one
+        picture pixel per ``scale`` image pixels; it replaces the patches already shown."""
+        self.clear_patches()
+        item = QGraphicsPixmapItem(QPixmap.fromImage(image))
+        item.setTransformationMode(self._item.transformationMode())
+        item.setTransform(QTransform.fromScale(scale, scale))
+        item.setPos(x, y)
+        item.setZValue(1)
+        self.scene().addItem(item)
+        self._patches.append(item)
+        self.viewport().update()
+
+    def clear_patches(self) -> None:
+        for item in self._patches:
+            self.scene().removeItem(item)
+        self._patches.clear()
+
     def set_before(self, image: QImage | None) -> None:
-        """The image painted left of the divider in split mode."""
+        """The image painted left of the divider in split mode (stretched over the image)."""
         self._before = None if image is None else QPixmap.fromImage(image)
         self.viewport().update()
 
+    def set_note(self, text: str) -> None:
+        """A line over the view's top-left corner (e.g. "preview at 25 %…"); "" hides it."""
+        self._note.setText(text)
+        self._note.adjustSize()
+        self._note.setVisible(bool(text))
+
+    def note(self) -> str:
+        return self._note.text() if self._note.isVisible() else ""
+
     def has_image(self) -> bool:
-        return not self._item.pixmap().isNull()
+        return self._logical[0] > 0 and self._logical[1] > 0
+
+    def has_picture(self) -> bool:
+        """Something is painted: the picture or a patch."""
+        return not self._item.pixmap().isNull() or bool(self._patches)
 
     def image_size(self) -> tuple[int, int]:
-        """(width, height) of the shown image."""
+        """(width, height) of the shown image, in image pixels."""
+        return self._logical
+
+    def picture_size(self) -> tuple[int, int]:
+        """(width, height) of the picture painted for it (smaller when reduced)."""
         size = self._item.pixmap().size()
         return size.width(), size.height()
+
+    def visible_window(self) -> tuple[int, int, int, int]:
+        """``(y0, y1, x0, x1)``: the image pixels the view shows now."""
+        width, height = self._logical
+        rect = self.mapToScene(self.viewport().rect()).boundingRect()
+        x0 = max(0, min(width, math.floor(rect.left())))
+        x1 = max(x0, min(width, math.ceil(rect.right())))
+        y0 = max(0, min(height, math.floor(rect.top())))
+        y1 = max(y0, min(height, math.ceil(rect.bottom())))
+        if x1 == x0 or y1 == y0:
+            return 0, height, 0, width
+        return y0, y1, x0, x1
+
+    def display_factor(self) -> int:
+        """Image pixels per screen pixel, rounded down (1 at 50 % zoom and above)."""
+        scale = self.scale_factor() * max(1.0, self.devicePixelRatioF())
+        if scale <= 0:
+            return 1
+        return max(1, math.floor(1.0 / scale + 1e-6))
 
     # ---- zoom ----------------------------------------------------------------------------
     def scale_factor(self) -> float:
@@ -85,7 +181,7 @@ class ImageView(QGraphicsView):
         """Fit the whole image into the view (and keep fitting when the window resizes)."""
         self._fit = True
         if self.has_image():
-            self.fitInView(self._item, Qt.AspectRatioMode.KeepAspectRatio)
+            self.fitInView(QRectF(0, 0, *self._logical), Qt.AspectRatioMode.KeepAspectRatio)
         self._changed()
 
     def actual_size(self) -> None:

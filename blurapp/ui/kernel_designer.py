@@ -1,5 +1,9 @@
 """The kernel designer: a family picker with its parameters and the spec text field, kept in
-sync both ways (parameters write the spec; a typed spec sets the parameters)."""
+sync both ways (parameters write the spec; a typed spec sets the parameters).
+
+Sigma and the Gaussian's radius also have a slider beside their spin box (``sigmaSlider``,
+``radiusSlider``), as photographers expect: the slider moves the spin box, which writes the
+spec; the spin box (typed, or set from a spec) moves the slider back without a second write."""
 
 from __future__ import annotations
 
@@ -11,8 +15,10 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QSlider,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -56,6 +62,9 @@ _LOOKS: dict[tuple[str, str], _Look] = {
     ("radius", "number"): _Look(("disk_radius",), 0.5),
 }
 _LABELS = {"width_": "Width", "height_": "Height", "disk_radius": "Radius"}
+#: Controls with a slider: attribute -> (slider's objectName, slider units per spin-box unit,
+#: the largest value the slider reaches; the spin box goes further when core allows).
+_SLIDERS = {"sigma": ("sigmaSlider", 10, 30.0), "radius": ("radiusSlider", 1, 100)}
 
 
 def _shown(family: str) -> tuple[tuple[FamilyParam, _Look], ...]:
@@ -109,8 +118,11 @@ class KernelDesigner(QWidget):
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.form.addRow("Family", self.family)
+        self._rows: dict[str, QWidget] = {}  # attribute -> the widget of its form row
         for key, widget in self._params.items():
-            self.form.addRow(labels[key], widget)
+            row = self._with_slider(key, widget) if key in _SLIDERS else widget
+            self._rows[key] = row
+            self.form.addRow(labels[key], row)
         self.form.addRow("", self.matrix_hint)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -130,6 +142,39 @@ class KernelDesigner(QWidget):
             else:
                 widget.valueChanged.connect(self._params_changed)
         self._show_rows("gaussian")
+
+    def _with_slider(self, key: str, spin: QWidget) -> QWidget:
+        """``spin`` and a slider in one row, each moving the other."""
+        name, units, top = _SLIDERS[key]
+        slider = QSlider(Qt.Orientation.Horizontal, objectName=name)
+        lo = spin.minimum()  # type: ignore[attr-defined]
+        hi = min(spin.maximum(), top)  # type: ignore[attr-defined]
+        slider.setRange(round(lo * units), round(hi * units))
+        slider.setSingleStep(1)
+        slider.setPageStep(max(1, round(units)))
+        slider.setToolTip(spin.toolTip())
+        slider.setValue(round(spin.value() * units))  # type: ignore[attr-defined]
+        setattr(self, f"{key}_slider", slider)
+
+        def from_slider(value: int) -> None:
+            target = value / units
+            if round(spin.value() * units) != value:  # type: ignore[attr-defined]
+                spin.setValue(target if units != 1 else int(target))  # type: ignore[attr-defined]
+
+        def from_spin(value: float) -> None:
+            slider.blockSignals(True)
+            slider.setValue(round(value * units))
+            slider.blockSignals(False)
+
+        slider.valueChanged.connect(from_slider)
+        spin.valueChanged.connect(from_spin)  # type: ignore[attr-defined]
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(spin)
+        layout.addWidget(slider, 1)
+        spin.setMaximumWidth(90)
+        return row
 
     def _add_control(self, p: FamilyParam, look: _Look) -> None:
         """Create the widget(s) of ``p``, or widen the range of those another family made."""
@@ -207,8 +252,8 @@ class KernelDesigner(QWidget):
 
     def _show_rows(self, family: str) -> None:
         wanted = {attr for _p, look in _shown(family) for attr in look.attrs}
-        for key, widget in self._params.items():
-            self.form.setRowVisible(widget, key in wanted)
+        for key, row in self._rows.items():
+            self.form.setRowVisible(row, key in wanted)
         self.form.setRowVisible(self.matrix_hint, family == "matrix")
 
     def _family_changed(self, family: str) -> None:

@@ -12,6 +12,12 @@ Where things are:
 
 This module observes the model: a new spec or image reruns the live result and marks the
 comparisons stale; it never decides pixels itself.
+
+Two workers, so that nothing heavy runs on the UI thread: ``runner`` owns the GPU (the live
+filter, comparisons, the pixels a save needs), ``cpu_runner`` the rest (decoding and encoding
+files, display copies, kernel analysis). The live filter goes viewport first
+(:func:`blurapp.ui.jobs.run_live`): a reduced preview of what is visible, said on the view
+("preview at 17 %…"), then the full-resolution result in tiles that a newer request stops.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ import shlex
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QUrl, Signal
-from PySide6.QtGui import QDesktopServices, QDragEnterEvent, QDropEvent, QUndoStack
+from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QDesktopServices, QDragEnterEvent, QDropEvent, QImage, QUndoStack
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -32,6 +38,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
+    QProgressBar,
     QScrollArea,
     QTabWidget,
     QVBoxLayout,
@@ -48,9 +55,17 @@ from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.convert import to_qimage
 from blurapp.ui.files import WindowFiles, sample_path
 from blurapp.ui.jobs import (
+    BordersProgress,
     BordersResult,
+    LiveCache,
+    LivePreview,
+    LiveProgress,
     LiveResult,
     StrategiesResult,
+    Viewport,
+    compare_window,
+    display_of,
+    downscale,
     run_borders,
     run_live,
     run_strategies,
@@ -69,13 +84,19 @@ __all__ = ["MainWindow", "sample_path"]
 
 LIVE_DEBOUNCE_MS = 40
 COMPARE_DEBOUNCE_MS = 150
+VIEW_DEBOUNCE_MS = 120
+ANALYSIS_DEBOUNCE_MS = 60
 CHANNELS = ("live", "strategies", "borders", "adapter")
+CPU_CHANNELS = ("open", "write", "display", "before", "analysis")
 
 
 class MainWindow(QMainWindow):
     """The blurapp desktop window."""
 
-    result_ready = Signal()  # a live result is on screen
+    result_ready = Signal()  # a live result is on screen (full resolution, the current spec)
+    preview_ready = Signal()  # a preview of the current spec is on screen (see shown_spec)
+    saved = Signal(str)  # a save finished: the path
+    save_failed = Signal(str)
     strategies_ready = Signal()
     borders_ready = Signal()
     adapter_ready = Signal(str)
@@ -88,10 +109,14 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
         self.model = FilterModel(load_spec(self.settings), self)
-        self.runner = JobRunner(self)
+        self.runner = JobRunner(self)  # the GPU's one thread
+        self.cpu_runner = JobRunner(self)  # files, display copies, kernel analysis
+        self.live_cache = LiveCache()
         self.undo_stack = QUndoStack(self)
         self.files = WindowFiles(self, self, self.model, self.settings)
         self.result: LiveResult | None = None
+        self.shown_spec: FilterSpec | None = None  # what the result view shows, maybe reduced
+        self.shown_note = ""  # what the result view says about it ("preview at 17 %…")
         self.before_qimage = None
         self.last_error = ""
         self.live_error = ""
@@ -102,6 +127,13 @@ class MainWindow(QMainWindow):
         self._dialog: QMessageBox | None = None
         self._set_text = True  # see apply_kernel
         self._shown_kernel: Kernel | None = None
+        self._grid_kernel: Kernel | None = None
+        self._analysis_kernel: Kernel | None = None
+        self._live_progress: tuple[int, int] | None = None
+        self._shown_generation = 0  # the live job whose picture the result view shows
+        self._save_progress: tuple[int, int] | None = None
+        self._view_timer = QTimer(self, singleShot=True, interval=VIEW_DEBOUNCE_MS)
+        self._view_timer.timeout.connect(self._view_settled)
 
         self._build_widgets()
         self.menu_actions = WindowActions(self)
@@ -112,7 +144,10 @@ class MainWindow(QMainWindow):
         self.runner.finished.connect(self._job_finished)
         self.runner.failed.connect(self._job_failed)
         self.runner.progress.connect(self._job_progress)
+        self.runner.partial.connect(self._job_partial)
         self.runner.busy_changed.connect(self._busy_changed)
+        self.cpu_runner.finished.connect(self._cpu_finished)
+        self.cpu_runner.failed.connect(self._cpu_failed)
         if probe_adapter:
             self.runner.submit("adapter", _probe_adapter)
 
@@ -194,9 +229,14 @@ class MainWindow(QMainWindow):
 
         self.adapter_label = QLabel("Adapter: probing…", objectName="adapterLabel")
         self.image_label = QLabel()
-        self.busy_label = QLabel()
+        self.busy_label = QLabel(objectName="busyLabel")
+        self.progress = QProgressBar(objectName="jobProgress")
+        self.progress.setMaximumWidth(160)
+        self.progress.setTextVisible(True)
+        self.progress.hide()
         self.statusBar().addWidget(self.adapter_label, 1)
         self.statusBar().addPermanentWidget(self.busy_label)
+        self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.image_label)
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
@@ -219,6 +259,12 @@ class MainWindow(QMainWindow):
         self.grid_editor.save_requested.connect(self.files.save_kernel_dialog)
         self.compare.currentChanged.connect(lambda _i: self._maybe_run_comparisons())
         self.compare.borders.settings_changed.connect(self._borders_settings_changed)
+        self.compare.strategies.cancel.clicked.connect(lambda: self._cancel_compare("strategies"))
+        self.compare.borders.cancel.clicked.connect(lambda: self._cancel_compare("borders"))
+        self.compare.strategies.scope_changed.connect(self._strategies_scope_changed)
+        self.compare.result_view.view_changed.connect(self._view_moved)
+        self.kernel_tabs.currentChanged.connect(self._kernel_page_changed)
+        self.kernel_dock.visibilityChanged.connect(self._kernel_page_changed)
         self.timing.export_cli.clicked.connect(self.export_cli)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -227,7 +273,10 @@ class MainWindow(QMainWindow):
         self.settings.sync()
         for channel in CHANNELS:
             self.runner.cancel(channel)
+        for channel in CPU_CHANNELS:
+            self.cpu_runner.cancel(channel)
         self.runner.wait_idle(10000)
+        self.cpu_runner.wait_idle(10000)
         super().closeEvent(event)
 
     # ------------------------------------------------------------------------------ images
@@ -252,12 +301,17 @@ class MainWindow(QMainWindow):
         if image is None:
             return
         self.result = None
-        self.before_qimage = to_qimage(image)
-        self.compare.split_view.set_before(self.before_qimage)
-        for view in (self.compare.result_view, self.compare.split_view):
-            view.set_image(None)
-            view.fit()
+        self.shown_spec = None
+        self.before_qimage = None
         h, w = image.shape[:2]
+        self.compare.split_view.set_before(None)
+        for view in (self.compare.result_view, self.compare.split_view):
+            view.set_image(None, logical_size=(w, h))
+            view.fit()
+        self._set_note("")
+        # The "before" picture at display resolution, made off the UI thread.
+        factor = self.compare.result_view.display_factor()
+        self.cpu_runner.submit("before", lambda check, report: to_qimage(downscale(image, factor)))
         channels = 1 if image.ndim == 2 else image.shape[2]
         name = path.name if path else "image"
         self.setWindowTitle(f"{name} — blurapp")
@@ -280,8 +334,9 @@ class MainWindow(QMainWindow):
         self.files.save_dialog()
 
     def save_result(self, path: str | os.PathLike[str]) -> bool:
-        """Write what ``blurapp apply`` would write with the current spec (see
-        :func:`blurapp.ui.files.pixels_for_file`), keeping ICC and EXIF."""
+        """Start writing what ``blurapp apply`` would write with the current spec (see
+        :func:`blurapp.ui.files.pixels_for_file`), keeping ICC and EXIF, off the UI thread:
+        :attr:`saved` or :attr:`save_failed` tells how it ended. False when it cannot start."""
         return self.files.save_result(path)
 
     def copy_result(self) -> None:
@@ -331,8 +386,36 @@ class MainWindow(QMainWindow):
     def _show_kernel(self, kernel: Kernel) -> None:
         self._shown_kernel = kernel
         self.designer.show_kernel(kernel, set_text=self._set_text)
-        self.grid_editor.set_weights(kernel.weights)
-        self.analysis.set_kernel(kernel)
+        self._show_kernel_views()
+
+    def _kernel_page_visible(self, page: QWidget) -> bool:
+        if self.isVisible():
+            return page.isVisible()
+        return self.kernel_tabs.currentWidget() is page  # not shown yet: the page that will be
+
+    def _kernel_page_changed(self, *_args: object) -> None:
+        try:
+            self._show_kernel_views()
+        except RuntimeError:  # the window is being destroyed
+            pass
+
+    def _show_kernel_views(self) -> None:
+        """Rebuild the grid and the analysis of the current kernel, only the one on show: the
+        grid (a table of up to 63×63 cells) here, the analysis (an SVD) on the CPU worker."""
+        kernel = self._shown_kernel
+        if kernel is None:
+            return
+        if kernel is not self._grid_kernel and self._kernel_page_visible(self.grid_editor):
+            self._grid_kernel = kernel
+            self.grid_editor.set_weights(kernel.weights)
+        if kernel is not self._analysis_kernel and self._kernel_page_visible(self.analysis):
+            self._analysis_kernel = kernel
+
+            def analyse(check, report, k=kernel):
+                k.separability  # noqa: B018 (computed once, cached on the kernel)
+                return k
+
+            self.cpu_runner.submit("analysis", analyse, delay_ms=ANALYSIS_DEBOUNCE_MS)
 
     def _grid_edited(self, weights: np.ndarray) -> None:
         try:
@@ -371,15 +454,58 @@ class MainWindow(QMainWindow):
         self.schedule_live()
         self._maybe_run_comparisons()
 
+    def viewport(self) -> Viewport | None:
+        """What the result view shows of the image now (``None`` before an image)."""
+        image = self.model.image
+        if image is None:
+            return None
+        view = self.compare.result_view
+        if not view.has_image() or view.viewport().width() < 2:
+            return Viewport.whole(image.shape)
+        return Viewport(view.visible_window(), view.display_factor())
+
     def schedule_live(self, delay_ms: int = LIVE_DEBOUNCE_MS) -> None:
         image, key, spec = self.model.image, self.model.image_key, self.model.spec
         if image is None:
             return
+        viewport, cache = self.viewport(), self.live_cache
         self.runner.submit(
             "live",
-            lambda check, report: run_live(image, spec, check, report, key),
+            lambda check, report: run_live(image, spec, check, report, key, viewport, cache),
             delay_ms=delay_ms,
         )
+
+    def _view_moved(self) -> None:
+        self._view_timer.start()
+
+    def _view_settled(self) -> None:
+        """The user zoomed or panned: show the full result at the new resolution (made on the
+        CPU worker), or render what is now visible when the result is not complete yet."""
+        result, image = self.result, self.model.image
+        viewport = self.viewport()
+        if image is None or viewport is None:
+            return
+        if result is None or result.spec != self.model.spec:
+            return  # the live job on its way shows it
+        if viewport.factor != result.display_factor:
+            factor = viewport.factor
+            self.cpu_runner.submit(
+                "display", lambda check, report: (result, factor, display_of(result, factor))
+            )
+
+    def _strategies_scope_changed(self) -> None:
+        self._strategies_dirty = True
+        self._maybe_run_comparisons()
+
+    def _cancel_compare(self, channel: str) -> None:
+        self.runner.cancel(channel)
+        view = self.compare.strategies if channel == "strategies" else self.compare.borders
+        view.show_cancelled()
+        # Coming back to the tab (or a new setting) starts it again.
+        if channel == "strategies":
+            self._strategies_dirty = True
+        else:
+            self._borders_dirty = True
 
     def _maybe_run_comparisons(self) -> None:
         image, key, spec = self.model.image, self.model.image_key, self.model.spec
@@ -388,9 +514,16 @@ class MainWindow(QMainWindow):
         tab = self.compare.currentIndex()
         if tab == STRATEGIES_TAB and self._strategies_dirty:
             self._strategies_dirty = False
+            view = self.compare.strategies
+            visible = None
+            if not view.whole_image():
+                vp = self.viewport()
+                visible = vp.window if vp is not None else None
+            window = compare_window(image.shape, visible) if not view.whole_image() else None
+            view.start(window, image.shape)
             self.runner.submit(
                 "strategies",
-                lambda check, report: run_strategies(image, spec, check, report, key),
+                lambda check, report: run_strategies(image, spec, check, report, key, window),
                 delay_ms=COMPARE_DEBOUNCE_MS,
             )
         if tab == BORDERS_TAB and self._borders_dirty:
@@ -401,6 +534,7 @@ class MainWindow(QMainWindow):
                 view.crop.value(),
                 view.reference.currentText(),
             )
+            view.start()
             self.runner.submit(
                 "borders",
                 lambda check, report: run_borders(image, spec, corner, crop, ref, check, report),
@@ -417,10 +551,28 @@ class MainWindow(QMainWindow):
             self.borders_ready.emit()
         elif channel == "adapter" and isinstance(result, dict):
             self._show_adapter(result)
+        elif channel.startswith("save:"):
+            self.files.computed(result)
+        self._update_progress()
 
     def _job_progress(self, channel: str, partial: object) -> None:
         if channel == "strategies" and isinstance(partial, StrategiesResult):
             self._show_strategies(partial, final=False)
+        elif channel == "borders" and isinstance(partial, BordersProgress):
+            self.compare.borders.show_progress(partial.done, partial.total)
+        elif channel == "live" and isinstance(partial, LiveProgress):
+            self._live_progress = (partial.done, partial.total)
+            self._update_progress()
+        elif channel.startswith("save:") and isinstance(partial, tuple):
+            self._save_progress = partial
+            self._update_progress()
+
+    def _job_partial(self, channel: str, generation: int, partial: object) -> None:
+        """Previews of superseded live jobs too, as long as they are newer than what is shown."""
+        if channel == "live" and isinstance(partial, LivePreview):
+            if generation > self._shown_generation and partial.image_key == self.model.image_key:
+                self._shown_generation = generation
+                self._show_preview(partial)
 
     def _job_failed(self, channel: str, message: str) -> None:
         if channel == "live":
@@ -428,23 +580,123 @@ class MainWindow(QMainWindow):
             self.run_panel.show_problem(message, prefix="Not run")
         elif channel == "adapter":
             self._show_adapter({"error": message})
+        elif channel.startswith("save:"):
+            self.files.failed(message)
         else:
+            if channel == "strategies":
+                self.compare.strategies.show_cancelled(message)
+            elif channel == "borders":
+                self.compare.borders.show_cancelled(message)
             self.show_error(message)
+        self._update_progress()
+
+    def _cpu_finished(self, channel: str, result: object) -> None:
+        if channel == "open":
+            self.files.opened(result)
+        elif channel.startswith("write:"):
+            self.files.written(result)
+        elif channel == "before" and isinstance(result, QImage):
+            self.before_qimage = result
+            self.compare.split_view.set_before(result)
+        elif channel == "display" and isinstance(result, tuple):
+            live, factor, picture = result
+            if live is self.result:
+                live.display, live.display_factor = picture, factor
+                self._present_result(live)
+        elif channel == "analysis" and isinstance(result, Kernel):
+            if result is self._shown_kernel:
+                self.analysis.set_kernel(result)
+        self._update_progress()
+
+    def _cpu_failed(self, channel: str, message: str) -> None:
+        if channel == "open":
+            self.files.open_failed(message)
+        elif channel.startswith("write:"):
+            self.files.failed(message)
+        elif channel not in ("display", "before", "analysis"):
+            self.show_error(message)
+        self._update_progress()
 
     def _busy_changed(self, busy: bool) -> None:
-        self.busy_label.setText("filtering…" if busy else "")
+        if not busy:
+            self._live_progress = None
+        self._update_progress()
+
+    def _update_progress(self) -> None:
+        """The status bar's busy text and progress bar, from what the workers are doing."""
+        text, value = "", None
+        if self.cpu_runner.is_busy("open"):
+            text = "opening…"
+        elif self.runner.is_busy("save:") or self.cpu_runner.is_busy("write:"):
+            text = "saving…"
+            done = self._save_progress
+            if done and self.runner.is_busy("save:"):
+                value = round(100 * done[0] / max(1, done[1]))
+        elif self.runner.is_busy("live"):
+            done = self._live_progress
+            text = "filtering…"
+            if done:
+                value = round(100 * done[0] / max(1, done[1]))
+                text = "refining…"
+        elif self.runner.is_busy():
+            text = "comparing…"
+        self.busy_label.setText(text)
+        busy = bool(text)
+        self.progress.setVisible(busy)
+        if value is None:
+            self.progress.setRange(0, 0)  # busy, amount unknown
+        else:
+            self.progress.setRange(0, 100)
+            self.progress.setValue(value)
+        if self.shown_note and self.shown_spec is not None:
+            self._set_note(self._note_text())
+
+    def _note_text(self) -> str:
+        note = self.shown_note
+        done = self._live_progress
+        if note and self.runner.is_busy("live") and done:
+            note = f"{note} · full resolution {round(100 * done[0] / max(1, done[1]))} %"
+        return note
+
+    def _set_note(self, text: str) -> None:
+        self.compare.result_view.set_note(text)
+        self.compare.split_view.set_note(text)
+
+    def _show_preview(self, preview: LivePreview) -> None:
+        """Part of the result before the whole of it: reduced (said on the view) or exact."""
+        y0, _y1, x0, _x1 = preview.window
+        for view in (self.compare.result_view, self.compare.split_view):
+            view.set_patch(preview.qimage, x0, y0, preview.factor)
+        self.shown_spec = preview.spec
+        self.shown_note = "" if preview.exact else f"preview at {100 / preview.factor:.0f} %…"
+        self._set_note(self._note_text())
+        self.preview_ready.emit()
+
+    def _present_result(self, result: LiveResult) -> None:
+        h, w = result.image.shape[:2]
+        picture = result.display_image()
+        for view in (self.compare.result_view, self.compare.split_view):
+            view.set_image(picture, logical_size=(w, h))
 
     def _show_live(self, result: LiveResult) -> None:
         self.result = result
+        self._shown_generation = self.runner.generation("live")
         self.live_error = ""
-        self.compare.result_view.set_image(result.qimage)
-        self.compare.split_view.set_image(result.qimage)
+        self._live_progress = None
+        self._present_result(result)
+        self.shown_spec = result.spec
+        self.shown_note = ""
+        self._set_note("")
         self.run_panel.show_result(result)
-        self.timing.record(result.strategy, result.timing, result.spec.kernel.spec)
+        self.timing.record(
+            result.strategy, result.timing, result.spec.kernel.spec, first=result.first_run
+        )
         self.result_ready.emit()
+        if self.viewport() is not None and self.viewport().factor != result.display_factor:
+            self._view_settled()
 
     def _show_strategies(self, result: StrategiesResult, *, final: bool) -> None:
-        self.compare.strategies.show_result(result)
+        self.compare.strategies.show_result(result, final=final)
         if final:
             for run in result.runs:
                 if run.timing is not None:

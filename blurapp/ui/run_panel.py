@@ -146,10 +146,15 @@ class RunPanel(QGroupBox):
         t = result.timing
         passes = ", ".join(f"{p.name} {p.ms:.2f} ms" for p in t.passes)
         why = f" — auto: {result.reason}" if result.reason else ""
+        first = (
+            " — <i>first run of this kernel: includes compiling its GPU pipelines</i>"
+            if getattr(result, "first_run", False)
+            else ""
+        )
         self.run_info.setStyleSheet("")
         self.run_info.setText(
             f"<b>{result.strategy}</b>: {t.total_ms:.2f} ms ({t.timer}; {passes}); "
-            f"{t.wall_ms:.0f} ms with transfers{why}"
+            f"{t.wall_ms:.0f} ms with transfers{first}{why}"
         )
 
     def show_problem(self, message: str, *, prefix: str = "Not changed") -> None:

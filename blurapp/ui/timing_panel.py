@@ -1,5 +1,8 @@
 """Live timing: a table with one row per strategy run (objectName ``timingTable``), a plot of
-the last runs' times and the "Export CLI" button."""
+the last runs' times and the "Export CLI" button.
+
+A first run of a kernel and strategy compiles its GPU pipelines: its row says "first run" and it
+stays out of the plot, which compares warm runs."""
 
 from __future__ import annotations
 
@@ -76,14 +79,26 @@ class TimingPanel(QWidget):
         layout = QHBoxLayout(self)
         layout.addWidget(self.table, 3)
         layout.addLayout(side, 2)
-        self._rows: dict[str, tuple[Timing, str]] = {}
+        self._rows: dict[str, tuple[Timing, str, bool]] = {}
 
-    def record(self, strategy: str, timing: Timing, kernel_spec: str, *, plot: bool = True) -> None:
-        """Show ``timing`` as ``strategy``'s row (and add it to the plot)."""
-        self._rows[strategy] = (timing, kernel_spec)
-        if plot:
+    def record(
+        self,
+        strategy: str,
+        timing: Timing,
+        kernel_spec: str,
+        *,
+        plot: bool = True,
+        first: bool = False,
+    ) -> None:
+        """Show ``timing`` as ``strategy``'s row (and add it to the plot unless ``first``: a
+        first run includes compiling, and would rank the strategy by its compile time)."""
+        self._rows[strategy] = (timing, kernel_spec, first)
+        if plot and not first:
             self.plot.add_run(strategy, timing.total_ms)
         self._refill()
+
+    def is_first_run(self, strategy: str) -> bool:
+        return self._rows.get(strategy, (None, "", False))[2]
 
     def forget(self, strategy: str) -> None:
         self._rows.pop(strategy, None)
@@ -96,7 +111,7 @@ class TimingPanel(QWidget):
         names = self.strategies()
         self.table.setRowCount(len(names))
         for r, name in enumerate(names):
-            timing, spec = self._rows[name]
+            timing, spec, first = self._rows[name]
             passes = " · ".join(f"{p.name} {p.ms:.2f}" for p in timing.passes)
             cells = (
                 name,
@@ -106,7 +121,7 @@ class TimingPanel(QWidget):
                 _finite(timing.mpix_per_s, ".1f"),
                 format_bytes(timing.bytes_modelled) if timing.bytes_modelled else "—",
                 _finite(timing.gbps_effective, ".2f") if timing.bytes_modelled else "—",
-                timing.timer,
+                f"{timing.timer} · first run (compiles)" if first else timing.timer,
                 spec if len(spec) <= 40 else spec[:37] + "…",
             )
             for c, text in enumerate(cells):
@@ -119,6 +134,11 @@ class TimingPanel(QWidget):
                     item.setForeground(strategy_color(name))  # as its line in the plot
                 if c == 8:
                     item.setToolTip(spec)
+                if c == 7 and first:
+                    item.setToolTip(
+                        "The first run of this kernel and strategy: its time includes compiling"
+                        " the GPU pipelines. The next run shows the strategy's own time."
+                    )
                 if c == 1:
                     item.setToolTip(passes)
                 self.table.setItem(r, c, item)

@@ -8,6 +8,7 @@ All engine work runs on one pool thread: the GPU device is used by one thread at
 
 from __future__ import annotations
 
+import os
 import threading
 import traceback
 from collections.abc import Callable
@@ -16,6 +17,27 @@ from typing import Any
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from blurapp.core.errors import BlurappError
+
+#: How much lower than the UI thread the workers run (Linux ``nice``, per thread, inherited by
+#: the threads they start: the pipeline's tile threads, the Vulkan driver's). On a 2-core CPU
+#: running lavapipe, the UI thread then gets a core whenever it has work: no UI stalls behind
+#: a filter.
+WORKER_NICE = 5
+
+
+def _lower_priority() -> None:
+    """Lower the calling thread's scheduling priority by :data:`WORKER_NICE` (once)."""
+    if getattr(_lowered, "done", False):
+        return
+    _lowered.done = True
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + WORKER_NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: run at the same priority
+        pass
+
+
+_lowered = threading.local()
 
 
 class StaleJobError(Exception):
@@ -38,6 +60,7 @@ class _Job(QRunnable):
 
     def run(self) -> None:
         runner, channel, gen = self._runner, self._channel, self._gen
+        _lower_priority()
         if not runner.is_current(channel, gen):
             return
 
@@ -77,6 +100,9 @@ class JobRunner(QObject):
     finished = Signal(str, object)  # channel, result (only the newest generation)
     failed = Signal(str, str)  # channel, message
     progress = Signal(str, object)  # channel, partial result
+    # channel, generation, partial result: every report, of superseded jobs too (a live preview
+    # of a setting the user has already moved past is still better than none while dragging)
+    partial = Signal(str, int, object)
     busy_changed = Signal(bool)
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -131,7 +157,13 @@ class JobRunner(QObject):
         self._set_running(channel, False)
 
     def is_busy(self, channel: str | None = None) -> bool:
-        return bool(self._running) if channel is None else channel in self._running
+        """Whether ``channel`` (``None``: any; ``"save:"``: any channel of that prefix) has work
+        queued or running."""
+        if channel is None:
+            return bool(self._running)
+        if channel.endswith(":"):
+            return any(c.startswith(channel) for c in self._running)
+        return channel in self._running
 
     def wait_idle(self, msecs: int = 30000) -> bool:
         """Block until the pool is empty (for shutdown and tests)."""
@@ -163,5 +195,6 @@ class JobRunner(QObject):
             self.failed.emit(channel, message)
 
     def _on_progress(self, channel: str, generation: int, partial: Any) -> None:
+        self.partial.emit(channel, generation, partial)
         if self.is_current(channel, generation):
             self.progress.emit(channel, partial)

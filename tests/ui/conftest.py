@@ -38,6 +38,17 @@ def small_image() -> np.ndarray:
 
 
 @pytest.fixture
+def save_and_wait(qtbot):
+    """Save a window's result as the user would (off the UI thread) and wait until written."""
+
+    def save(window, path, timeout: int = 60000) -> None:
+        with qtbot.waitSignal(window.saved, timeout=timeout):
+            assert window.save_result(path)
+
+    return save
+
+
+@pytest.fixture
 def window(qtbot, settings):
     """The main window on the CPU strategy (deterministic, no adapter needed), closed after."""
     from blurapp.ui.main_window import MainWindow
@@ -51,3 +62,4 @@ def window(qtbot, settings):
     win.runner.cancel("strategies")
     win.runner.cancel("borders")
     win.runner.wait_idle(20000)
+    win.cpu_runner.wait_idle(20000)

@@ -57,7 +57,7 @@ SETTINGS = {
 @pytest.mark.parametrize("strategy", ["cpu", "auto"])
 @pytest.mark.parametrize("name", list(SETTINGS))
 def test_exported_command_reproduces_the_saved_pixels(
-    qtbot, window, tmp_path, name, strategy
+    qtbot, window, tmp_path, name, strategy, save_and_wait
 ) -> None:
     source = tmp_path / "in.png"
     write_image(source, _rgba())
@@ -78,7 +78,7 @@ def test_exported_command_reproduces_the_saved_pixels(
     assert cli.main(argv[1:]) == 0
 
     saved = tmp_path / "gui.png"
-    assert window.save_result(saved)
+    save_and_wait(window, saved)
     exported = read_image(argv[4]).pixels
     assert exported.dtype == read_image(saved).pixels.dtype
     np.testing.assert_array_equal(exported, read_image(saved).pixels)

@@ -70,6 +70,7 @@ def test_typed_spec_updates_grid_and_result(qtbot, window, small_image) -> None:
         type_spec(qtbot, window, "box:3x5")
     assert window.kernel.spec == "box:3x5"
     grid = window.findChild(QTableWidget, "kernelEditor")
+    window.kernel_tabs.setCurrentWidget(window.grid_editor)  # rebuilt when shown, not before
     assert (grid.rowCount(), grid.columnCount()) == (5, 3)
     assert float(grid.item(0, 0).text()) == pytest.approx(1 / 15)
     assert window.designer.family.currentText() == "box"
@@ -135,6 +136,7 @@ def test_grid_edit_makes_a_matrix_kernel(qtbot, window, small_image) -> None:
     show_image(qtbot, window, small_image)
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         type_spec(qtbot, window, "identity")
+    window.kernel_tabs.setCurrentWidget(window.grid_editor)
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         window.grid_editor.set_cell(1, 2, 1.0)
     assert window.kernel.name == "matrix"
@@ -298,12 +300,12 @@ def test_settings_that_no_longer_make_sense_are_skipped(qtbot, settings) -> None
     assert window.model.spec.alpha == "straight"
 
 
-def test_save_result_and_kernel_json(qtbot, window, small_image, tmp_path) -> None:
+def test_save_result_and_kernel_json(qtbot, window, small_image, tmp_path, save_and_wait) -> None:
     show_image(qtbot, window, small_image)
     out = tmp_path / "out.png"
-    assert window.save_result(out)
+    save_and_wait(window, out)
     np.testing.assert_array_equal(read_image(out).pixels, window.result.image)
-    assert window.save_result(tmp_path / "out.npy")
+    save_and_wait(window, tmp_path / "out.npy")
     np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), window.result.image)
     kernel_file = tmp_path / "k.json"
     assert window.save_kernel(kernel_file)
@@ -319,7 +321,7 @@ def test_unreadable_file_is_one_sentence_dialog(qtbot, window, tmp_path) -> None
     bad = tmp_path / "broken.png"
     bad.write_bytes(b"not a png")
     with qtbot.waitSignal(window.error_shown, timeout=WAIT_MS):
-        assert not window.open_path(bad)
+        assert window.open_path(bad)  # decoded off the UI thread: the dialog comes after
     assert "broken.png" in window.last_error
     assert "\n" not in window.last_error and "Traceback" not in window.last_error
     assert window.image is None

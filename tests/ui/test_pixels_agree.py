@@ -47,7 +47,7 @@ IMAGES = {
 @pytest.mark.parametrize("strategy", ["auto", "cpu"])
 @pytest.mark.parametrize("name", list(IMAGES))
 def test_gui_save_apply_batch_and_filter_image_agree(
-    qtbot, window, tmp_path, name, strategy
+    qtbot, window, tmp_path, name, strategy, save_and_wait
 ) -> None:
     pixels = IMAGES[name]()
     source = tmp_path / "in" / name
@@ -71,7 +71,7 @@ def test_gui_save_apply_batch_and_filter_image_agree(
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         assert window.open_path(source)
     assert window.result is not None and window.result.spec == window.model.spec
-    assert window.save_result(tmp_path / f"gui-{name}")
+    save_and_wait(window, tmp_path / f"gui-{name}")
     saved = read_image(tmp_path / f"gui-{name}").pixels
 
     assert applied.dtype == stored.dtype
@@ -89,7 +89,7 @@ def test_gui_save_apply_batch_and_filter_image_agree(
 
 @pytest.mark.parametrize("suffix", [".bmp", ".jpg"])
 def test_saving_16_bit_as_8_bit_rounds_once_like_apply(
-    qtbot, window, tmp_path, monkeypatch, suffix
+    qtbot, window, tmp_path, monkeypatch, suffix, save_and_wait
 ) -> None:
     """A 16-bit source saved as an 8-bit format is filtered straight into uint8, as ``apply``
     does, not rounded to 16 bits first and then to 8."""
@@ -111,7 +111,7 @@ def test_saving_16_bit_as_8_bit_rounds_once_like_apply(
     assert cli.main(["apply", str(source), "-o", str(out), "--kernel", window.kernel.spec,
                      "--strategy", "cpu"]) == 0  # fmt: skip
     monkeypatch.setattr(files.pipeline, "filter_pixels", spy)
-    assert window.save_result(tmp_path / f"gui{suffix}")
+    save_and_wait(window, tmp_path / f"gui{suffix}")
     monkeypatch.undo()
     assert calls == [np.dtype(np.uint8)]  # from the stored pixels, not from the 16-bit result
     gui = read_image(tmp_path / f"gui{suffix}").pixels
@@ -119,13 +119,15 @@ def test_saving_16_bit_as_8_bit_rounds_once_like_apply(
     assert np.array_equal(gui, read_image(out).pixels)
 
 
-def test_save_never_writes_a_stale_result(qtbot, window, small_image, tmp_path) -> None:
+def test_save_never_writes_a_stale_result(
+    qtbot, window, small_image, tmp_path, save_and_wait
+) -> None:
     with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
         window.set_image(small_image)
     old = window.result
     window.border_combo.setCurrentText("wrap")  # its live run is still to come
     assert window.result is old and old.spec != window.model.spec
-    assert window.save_result(tmp_path / "now.png")
+    save_and_wait(window, tmp_path / "now.png")
     expected = blurapp.filter_image(small_image, window.model.spec).image
     assert np.array_equal(read_image(tmp_path / "now.png").pixels, expected)
     assert not np.array_equal(expected, old.image)
