@@ -6,13 +6,14 @@
 // are lines strided by NC, and LANES neighbouring columns per workgroup keep each row's loads
 // of them contiguous.
 //
-// The template chains what the pass does to each line between one load and one store:
-//   source "image": the first pass reads the block from the input texture (the overlap-save
-//     gather: block element (r, c) is the border-mapped pixel at the block's origin - anchor +
-//     (c, r)), else the line is read from `data`;
-//   forward, then multiply by the kernel's spectrum, then inverse (each optional).
-// Each stage reads its butterflies' inputs into registers, meets a barrier, writes its outputs
-// and meets another: one array of N values per line, no ping-pong copy.
+// The template's `program` chains what the pass does to each line, stage by stage: forward
+// stages, then (multiply) the last forward stage's outputs times the kernel's spectrum, then
+// inverse stages. Source "image": the first pass reads the block from the input texture (the
+// overlap-save gather: block element (r, c) is the border-mapped pixel at the block's origin -
+// anchor + (c, r)), else from `data`; the last stage writes back to `data` in place (each line
+// belongs to one workgroup, and all its reads come before the first barrier). Stages in
+// between read their butterflies' inputs from workgroup memory into registers, meet a barrier,
+// write their outputs and meet another: one array of N values per line, no ping-pong copy.
 
 {% include "fft_params.wgsl" %}
 
@@ -41,18 +42,24 @@ fn cmul(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
 }
 
 {% if source == "image" %}
-// Block element (r, c) of complex item q: its two real signals' pixels, border-mapped.
+// Block element (r, c) of complex item q: its two real signals' pixels, border-mapped; one
+// texel load when both come from the same block (always for 2 and 4 channels). Which blocks
+// they come from is the same for the whole workgroup: the branches do not diverge.
 fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
-    var out = vec2<f32>(0.0);
-    for (var half = 0; half < 2; half++) {
-        let ri = 2 * q + half;
-        let lb = ri / params.channels;
-        if (lb < params.blocks) {
-            let p = block_origin(lb) - params.anchor + vec2<i32>(c, r);
-            out[half] = load_src(p.x, p.y)[ri % params.channels];
-        }
+    let ri = 2 * q;
+    let lb0 = ri / params.channels;
+    let lb1 = (ri + 1) / params.channels;
+    let p0 = block_origin(lb0) - params.anchor + vec2<i32>(c, r);
+    let t0 = load_src(p0.x, p0.y);
+    if (lb1 >= params.blocks) {
+        return vec2<f32>(t0[ri % params.channels], 0.0);  // an odd count's last signal
     }
-    return out;
+    var t1 = t0;
+    if (lb1 != lb0) {
+        let p1 = block_origin(lb1) - params.anchor + vec2<i32>(c, r);
+        t1 = load_src(p1.x, p1.y);
+    }
+    return vec2<f32>(t0[ri % params.channels], t1[(ri + 1) % params.channels]);
 }
 {% endif %}
 
@@ -99,19 +106,40 @@ fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
 {% endif %}
 {% endmacro %}
 
-{% macro stages(sign) %}
-{% for radix, ns, per in stage_list %}
+{# Element (lane L, position P) of this workgroup's lines: its index in the item's NR × NC. #}
+{% macro addr(l, p) %}{% if axis == "rows" %}(line0 + {$ l $}) * NC + {$ p $}{% else %}({$ p $}) * NC + line0 + {$ l $}{% endif %}{% endmacro %}
+
+{# One Stockham stage. The first reads its butterflies straight from the source (the input
+   texture through the gather, or `data`), the last writes straight to `data`: only the stages
+   in between go through workgroup memory, each read, barrier, write, barrier. A butterfly's
+   lane runs fastest for columns (neighbouring columns, one contiguous stretch of a row), its
+   index along the line for rows. #}
+{% macro stage(radix, ns, per, sign, first, last, mul) %}
     {
-        // radix {$ radix $}, sub-transforms of {$ ns $} so far
+        // radix {$ radix $}, sub-transforms of {$ ns $} so far{$ ", inverse" if sign else "" $}
+{% set m = n // radix %}
 {% for t in range(per) %}
         let b{$ t $} = i32(tid) + {$ t * wg $};
-        let o{$ t $} = (b{$ t $} / {$ n // radix $}) * N;
-        let j{$ t $} = b{$ t $} % {$ n // radix $};
+{% if axis == "rows" %}
+        let l{$ t $} = b{$ t $} / {$ m $};
+        let j{$ t $} = b{$ t $} % {$ m $};
+{% else %}
+        let l{$ t $} = b{$ t $} % LANES;
+        let j{$ t $} = b{$ t $} / LANES;
+{% endif %}
 {% for q in range(radix) %}
-        var v{$ t $}_{$ q $} = line[o{$ t $} + j{$ t $} + {$ q * (n // radix) $}];
+{% if not first %}
+        var v{$ t $}_{$ q $} = line[l{$ t $} * N + j{$ t $} + {$ q * m $}];
+{% elif source == "image" %}
+        var v{$ t $}_{$ q $} = gather(item, line0 + l{$ t $}, j{$ t $} + {$ q * m $});
+{% else %}
+        var v{$ t $}_{$ q $} = data[base + {$ addr("l" ~ t, "j" ~ t ~ " + " ~ (q * m)) $}];
+{% endif %}
 {% endfor %}
 {% endfor %}
+{% if not first and not last %}
         workgroupBarrier();
+{% endif %}
 {% for t in range(per) %}
         {
             let k = j{$ t $} % {$ ns $};
@@ -122,15 +150,25 @@ fn gather(q: i32, r: i32, c: i32) -> vec2<f32> {
 {% endfor %}
 {% endif %}
 {$ dft("v" ~ t ~ "_", 0, 1, "x", 0, 1, radix, sign) $}
-            let d = o{$ t $} + (j{$ t $} / {$ ns $}) * {$ ns * radix $} + k;
+            let d = (j{$ t $} / {$ ns $}) * {$ ns * radix $} + k;  // position of output 0
 {% for q in range(radix) %}
-            line[d + {$ q * ns $}] = x{$ q $};
+{% set out = "x" ~ q %}
+{% if mul %}
+            let y{$ q $} = cmul(x{$ q $}, spectrum[{$ addr("l" ~ t, "d + " ~ (q * ns)) $}]);
+{% set out = "y" ~ q %}
+{% endif %}
+{% if last %}
+            data[base + {$ addr("l" ~ t, "d + " ~ (q * ns)) $}] = {$ out $};
+{% else %}
+            line[l{$ t $} * N + d + {$ q * ns $}] = {$ out $};
+{% endif %}
 {% endfor %}
         }
 {% endfor %}
+{% if not last %}
         workgroupBarrier();
+{% endif %}
     }
-{% endfor %}
 {% endmacro %}
 
 @compute @workgroup_size({$ wg $})
@@ -138,53 +176,10 @@ fn main(
     @builtin(local_invocation_index) tid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let q = i32(wid.y);              // complex item
+    let item = i32(wid.y);           // complex item
     let line0 = i32(wid.x) * LANES;  // first line of this workgroup
-    let base = q * NR * NC;
-{% macro element(e) %}
-{% if axis == "rows" %}
-        let lane = {$ e $} / N;
-        let p = {$ e $} % N;
-        let a = (line0 + lane) * NC + p;
-{% else %}
-        let lane = {$ e $} % LANES;
-        let p = {$ e $} / LANES;
-        let a = p * NC + line0 + lane;
-{% endif %}
-{% endmacro %}
-{% for t in range(load_per) %}
-    {
-        let e = i32(tid) + {$ t * wg $};
-{$ element("e") $}
-{% if source == "image" %}
-        line[lane * N + p] = gather(q, line0 + lane, p);
-{% else %}
-        line[lane * N + p] = data[base + a];
-{% endif %}
-    }
-{% endfor %}
-    workgroupBarrier();
-{% if forward %}
-{$ stages("") $}
-{% endif %}
-{% if multiply %}
-{% for t in range(load_per) %}
-    {
-        let e = i32(tid) + {$ t * wg $};
-{$ element("e") $}
-        line[lane * N + p] = cmul(line[lane * N + p], spectrum[a]);
-    }
-{% endfor %}
-    workgroupBarrier();
-{% endif %}
-{% if inverse %}
-{$ stages("-") $}
-{% endif %}
-{% for t in range(load_per) %}
-    {
-        let e = i32(tid) + {$ t * wg $};
-{$ element("e") $}
-        data[base + a] = line[lane * N + p];
-    }
+    let base = item * NR * NC;
+{% for radix, ns, per, sign, first, last, mul in program %}
+{$ stage(radix, ns, per, sign, first, last, mul) $}
 {% endfor %}
 }

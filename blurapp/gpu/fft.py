@@ -255,11 +255,18 @@ def _lines_template(
     lanes = min(lines, fit)
     radices = _radices(n, _MAX_RADIX)
     wg = min(lanes * n // max(radices), _MAX_WORKGROUP, limits.max_invocations)
-    stage_list = []
+    stages = []
     ns = 1
     for r in radices:
-        stage_list.append((r, ns, lanes * n // r // wg))
+        stages.append((r, ns, lanes * n // r // wg))
         ns *= r
+    chain = [(*st, "") for st in stages] * forward + [(*st, "-") for st in stages] * inverse
+    # (radix, sub-transform length so far, butterflies per invocation, sign, reads the
+    # source, writes data, multiplies its outputs by the spectrum)
+    program = tuple(
+        (*st, i == 0, i == len(chain) - 1, multiply and i == len(stages) - 1)
+        for i, st in enumerate(chain)
+    )
     return (
         ("axis", axis),
         ("n", n),
@@ -267,12 +274,9 @@ def _lines_template(
         ("nc", nc),
         ("lanes", lanes),
         ("wg", wg),
-        ("load_per", lanes * n // wg),
-        ("stage_list", tuple(stage_list)),
+        ("program", program),
         ("source", source),
-        ("forward", forward),
         ("multiply", multiply),
-        ("inverse", inverse),
         ("w16", _W16),
     )
 
