@@ -131,7 +131,7 @@ def run_batch(args: argparse.Namespace) -> int:
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir} is not a folder")
-    inputs = expand_inputs(args.inputs, recursive=args.recursive)
+    inputs = expand_inputs(args.inputs, recursive=args.recursive, exclude=[out_dir])
     jobs = plan_jobs(inputs, out_dir, fmt=args.format, suffix=args.suffix)
     if args.report:  # the report follows the rule of every output, before any work
         check_output(args.report, overwrite=args.overwrite, inputs=inputs)

@@ -28,12 +28,19 @@ def _names(paths: Iterable[object]) -> str:
     return shown + (f" and {len(items) - _LISTED} more" if len(items) > _LISTED else "")
 
 
-def _scan(folder: Path, recursive: bool) -> list[Path]:
-    """The image files in ``folder`` (by extension), sorted; hidden ones (temporaries) left out."""
+def _scan(
+    folder: Path, recursive: bool, skip: frozenset[tuple[int, int]] = frozenset()
+) -> list[Path]:
+    """The image files in ``folder`` (by extension), sorted; hidden ones (temporaries) left out,
+    and its subfolders in ``skip`` (by device and inode: the output folder) not entered."""
     found: list[Path] = []
     walker = os.walk(folder) if recursive else [(str(folder), [], os.listdir(folder))]
     for root, dirs, files in walker:
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".") and file_identity(os.path.join(root, d)) not in skip
+        )
         for name in sorted(files):
             if name.startswith("."):
                 continue
@@ -65,16 +72,21 @@ def _glob(pattern: str) -> list[str]:
     return sorted(found)
 
 
-def expand_inputs(items: Sequence[str], *, recursive: bool = False) -> list[Path]:
+def expand_inputs(
+    items: Sequence[str], *, recursive: bool = False, exclude: Sequence[Path] = ()
+) -> list[Path]:
     """The input files named by ``items``, in order, each once.
 
     A file is taken as it is (even a bad one: it is reported when it fails); a folder gives its
     image files (by extension; subfolders with ``recursive``); a glob (``*``, ``?``, ``[``,
-    ``**``) gives its matches.
+    ``**``) gives its matches. Folders in ``exclude`` (the output folder, when it lies inside an
+    input folder: a resumed run must not take its own earlier outputs as inputs) are not
+    scanned.
 
     Raises:
         UsageError: an item that does not exist or a glob that matches nothing.
     """
+    skip = frozenset(i for i in map(file_identity, exclude) if i is not None)
     paths: list[Path] = []
     for item in items:
         if glob.has_magic(item) and not os.path.lexists(item):
@@ -83,9 +95,13 @@ def expand_inputs(items: Sequence[str], *, recursive: bool = False) -> list[Path
                 raise UsageError(f"no file matches {item!r}")
             for m in matches:
                 p = Path(m)
-                paths.extend(_scan(p, recursive) if p.is_dir() else [p])
+                if p.is_dir():
+                    if file_identity(p) not in skip:
+                        paths.extend(_scan(p, recursive, skip))
+                else:
+                    paths.append(p)
         elif os.path.isdir(item):
-            paths.extend(_scan(Path(item), recursive))
+            paths.extend(_scan(Path(item), recursive, skip))
         elif os.path.lexists(item):
             paths.append(Path(item))
         else:

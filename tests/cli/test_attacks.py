@@ -235,3 +235,22 @@ def test_an_ascii_terminal_gets_question_marks_not_a_traceback() -> None:
     proc = subprocess_run("kernel", "box:3", "--no-plan", env={"PYTHONIOENCODING": "ascii"})
     assert proc.returncode == 0, proc.stderr
     assert "3?3" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_a_resumed_recursive_batch_with_its_output_inside_the_input(capsys, png, tmp_path) -> None:
+    folder = tmp_path / "in"
+    (folder / "sub").mkdir(parents=True)
+    png.rename(folder / "sub" / "p.png")
+    out = folder / "out"
+    argv = ["batch", folder, "-r", "-o", out, "--kernel", "box:3", "--strategy", "cpu", "--quiet"]
+    assert run(capsys, *argv)[0] == 0
+    code, err = run(capsys, *argv, "--skip-existing")  # its own outputs are no inputs
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["p.png"]
+
+
+def test_a_legal_long_file_name_is_written(capsys, png, tmp_path) -> None:
+    name = "n" * 246 + ".png"  # 250 bytes: the temporary name must still fit
+    code, err = run(capsys, "apply", png, "-o", tmp_path / name, "--kernel", "box:3")
+    assert code == 0, err
+    assert [p.name for p in tmp_path.iterdir() if p.name != png.name] == [name]
