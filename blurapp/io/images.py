@@ -686,7 +686,9 @@ def write_image(
     except (ImageError, OutputError):
         raise
     except Exception as err:  # encoders raise anything; the line names the file
-        raise ImageError(f"cannot write {os.fspath(path)}: {_describe(err)}") from None
+        # An OSError's own text names the hidden temporary file; its strerror does not.
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else _describe(err)
+        raise ImageError(f"cannot write {os.fspath(path)}: {reason}") from None
 
 
 def _pillow_mode(pixels: np.ndarray) -> str:

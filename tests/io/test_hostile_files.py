@@ -164,3 +164,17 @@ def test_an_output_in_a_read_only_folder_is_refused_before_any_work(tmp_path: Pa
 def test_the_write_probe_leaves_nothing(tmp_path: Path) -> None:
     check_output(tmp_path / "r.json", overwrite=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_encoder_error_names_the_output_not_the_temporary(tmp_path, monkeypatch) -> None:
+    from blurapp.io import ImageData, images, write_image
+
+    def full_disk(fh, *args, **kwargs):
+        raise OSError(28, "No space left on device", fh.name)
+
+    monkeypatch.setattr(images, "_write_tifffile", full_disk)
+    target = tmp_path / "out.tif"
+    with pytest.raises(ImageError) as info:
+        write_image(target, ImageData(np.zeros((4, 4), np.float32), "tiff"), fmt="tiff")
+    assert str(info.value) == f"cannot write {target}: No space left on device"
+    assert list(tmp_path.iterdir()) == []
