@@ -254,3 +254,12 @@ def test_a_legal_long_file_name_is_written(capsys, png, tmp_path) -> None:
     code, err = run(capsys, "apply", png, "-o", tmp_path / name, "--kernel", "box:3")
     assert code == 0, err
     assert [p.name for p in tmp_path.iterdir() if p.name != png.name] == [name]
+
+
+def test_conv_run_with_a_huge_stride_is_no_traceback(capsys, tmp_path) -> None:
+    x, w = tmp_path / "x.npy", tmp_path / "w.npy"
+    np.save(x, np.ones((1, 2, 6, 6), np.float32))
+    np.save(w, np.ones((3, 2, 3, 3), np.float32))
+    code, err = run(capsys, "conv", "run", "--input", x, "--weights", w, "-o",
+                    tmp_path / "y.npy", "--stride", "99999999999")  # fmt: skip
+    assert code in (0, 2), err
