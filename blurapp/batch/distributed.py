@@ -262,9 +262,11 @@ def _client(scheduler: str) -> Iterator[Any]:
             "--scheduler needs Dask distributed: pip install 'blurapp[dask]'"
         ) from None
     if kind == "local":
+        # The scheduler serves HTTP (health, metrics) even without a dashboard: on a free port,
+        # not on 8787, which another cluster may hold.
         cluster = LocalCluster(
             n_workers=int(where), threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None, silence_logs=logging.ERROR,
+            dashboard_address=":0", silence_logs=logging.ERROR,
         )  # fmt: skip
         try:
             with Client(cluster) as client:

@@ -30,7 +30,7 @@ def cluster():
     """Two worker processes of one thread each (the machine has two cores)."""
     with LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None,
+        dashboard_address=":0",
     ) as c:  # fmt: skip
         yield c
 
@@ -211,3 +211,20 @@ def test_ctrl_c_cancels_and_leaves_no_partial_file(tmp_path) -> None:
     statuses = {Path(f["output"]).name: f["status"] for f in rows}
     assert {n for n, s in statuses.items() if s == "ok"} == set(written)
     assert set(statuses.values()) <= {"ok", "cancelled"}
+
+
+@pytest.mark.gpu
+def test_correlate_on_the_cluster_equals_filter_image(gpu, cluster) -> None:
+    # blurapp.dask on worker processes: each makes its own device; only arrays travel.
+    import dask.array as da
+    from distributed import Client
+
+    import blurapp
+    from blurapp.dask import correlate
+
+    image = np.random.default_rng(9).random((40, 50, 3), dtype=np.float32)
+    want = blurapp.filter_image(image, "gaussian:sigma=2", border="wrap", strategy="direct")
+    lazy = correlate(da.from_array(image, chunks=(16, 21, 3)), "gaussian:sigma=2", "wrap", "direct")
+    with Client(cluster) as client:
+        got = client.compute(lazy).result()
+    assert np.array_equal(got, want.image)
