@@ -7,10 +7,10 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtCore import QSettings
 
-from blurapp.ui.model import FilterModel  # noqa: E402
-from blurapp.ui.window_settings import DEFAULT_SPEC, load_spec  # noqa: E402
+from blurapp.ui.model import FilterModel
+from blurapp.ui.window_settings import DEFAULT_SPEC, load_spec
 
 BAD = ("gaussian:sigma=1e-200", "gaussian:sigma=5e-324", "matrix:1x1:1e39")
 
