@@ -52,6 +52,11 @@ class BenchRecord:
     repeat: int
     passes: dict[str, float]
     pct_of_copy: float | None = None  # gbps_effective as a share of the copy ceiling (--ceiling)
+    # The first run of the case (before the warm-up runs): its compile time and whole wall
+    # time, apart from the timed warm runs above, which never include a compile.
+    first_compile_ms: float = 0.0
+    first_wall_ms: float = 0.0
+    timed_runs_compiled: int = 0  # timed runs that still compiled something (should be 0)
 
 
 #: Host bytes per pixel while a benchmark image is made and run (coordinate grids, float
@@ -147,6 +152,7 @@ def run_case(
     # rgba16float or rgba32float): the format changes what the shaders read, not the pixels.
     x = image.astype(np.float32) / (255.0 if image.dtype == np.uint8 else 1.0)
     runs = []
+    first: Any = None
     for i in range(warmup + repeat):
         if max_tile_side is None:
             _, timing, _, _ = filter_float(
@@ -160,6 +166,8 @@ def run_case(
                 kernel, border, strategy, alpha="straight", tolerance=tolerance
             )
             timing = filter_pixels(x, spec, max_tile_side=max_tile_side).timing
+        if i == 0:
+            first = timing
         if i >= warmup:
             runs.append(timing)
     totals = [t.total_ms for t in runs]
@@ -187,6 +195,9 @@ def run_case(
         adapter=str(ctx.info.get("device") or ctx.info.get("name") or "?"),
         backend=str(ctx.info.get("backend_type") or ctx.info.get("backend") or "?"),
         repeat=repeat,
+        first_compile_ms=first.compile_ms,
+        first_wall_ms=first.wall_ms,
+        timed_runs_compiled=sum(1 for t in runs if t.first_run),
         passes=passes,
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,6 +41,7 @@ __all__ = [
     "finish_floats",
     "prepare",
     "run",
+    "sum_timings",
     "working_bytes",
 ]
 
@@ -256,7 +257,7 @@ def run(prepared: Prepared) -> Filtered:
         tolerance=spec.tolerance,
     )
     wall_ms = (time.perf_counter() - start) * 1e3
-    timing = Timing(timing.passes, timing.timer, timing.pixels, wall_ms)
+    timing = replace(timing, wall_ms=wall_ms)
     return Filtered(prepared, y, prepared.convert is not None, timing, ran, reason)
 
 
@@ -349,14 +350,16 @@ def filter_pixels(
     else:
         image, timings, ran, reason = _filter_tiles(pixels, spec, grid, dtype, check, progress)
     wall_ms = (time.perf_counter() - start) * 1e3
-    return FilterResult(image, _sum_timings(timings, pixels, wall_ms), ran, reason)
+    pixel_count = int(pixels.shape[0] * pixels.shape[1])
+    return FilterResult(image, sum_timings(timings, pixel_count, wall_ms), ran, reason)
 
 
-def _sum_timings(timings: list[Timing], pixels: np.ndarray, wall_ms: float) -> Timing:
-    """One Timing for a run in tiles: each pass's time and bytes summed over the tiles."""
+def sum_timings(timings: list[Timing], pixels: int, wall_ms: float) -> Timing:
+    """One Timing for a run in tiles: each pass's time and bytes, and the compiles, summed over
+    the tiles; ``pixels`` and ``wall_ms`` those of the whole run."""
     if len(timings) == 1:
         t = timings[0]
-        return Timing(t.passes, t.timer, t.pixels, wall_ms)
+        return replace(t, wall_ms=wall_ms)
     ms: dict[str, float] = {}
     moved: dict[str, int] = {}
     for t in timings:
@@ -364,8 +367,10 @@ def _sum_timings(timings: list[Timing], pixels: np.ndarray, wall_ms: float) -> T
             ms[p.name] = ms.get(p.name, 0.0) + p.ms
             moved[p.name] = moved.get(p.name, 0) + p.bytes_modelled
     passes = tuple(PassTiming(name, ms[name], moved[name]) for name in ms)
-    timer = "gpu" if all(t.timer == "gpu" for t in timings) else "wall"
-    return Timing(passes, timer, int(pixels.shape[0] * pixels.shape[1]), wall_ms)
+    timer = "gpu" if timings and all(t.timer == "gpu" for t in timings) else "wall"
+    compile_ms = sum(t.compile_ms for t in timings)
+    first = any(t.first_run for t in timings)
+    return Timing(passes, timer, pixels, wall_ms, compile_ms, first)
 
 
 def _filter_tiles(

@@ -9,8 +9,9 @@
 // pipeline is built per kernel and cached); longer kernels loop over a weights buffer.
 // A zero weight is never multiplied (a baked one is left out of the sum), so that NaN or Inf
 // spreads only under non-zero taps (DESIGN.md "Numbers", as scipy.ndimage.correlate).
-// `unrolled` (lowrank) unrolls the taps the same way but reads each weight from the buffer, so
-// that the k pairs of a low-rank sum, and every kernel of the same size, share one pipeline.
+// `unrolled` unrolls the taps the same way but reads each weight from the buffer, so that the
+// k pairs of a low-rank sum, and every kernel of the same size, share one pipeline: a new
+// kernel runs without a compile (a zero weight is selected away, not multiplied).
 // `accumulate` (lowrank's column passes after the first) adds the running sum of the previous
 // pairs, read from `sum_src` at the output texel, to each result.
 //
@@ -73,7 +74,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {% endfor %}
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-        textureStore(dst, {$ at(o) $}, {% for k in range(taps) if not baked or baked[k] not in ("0.0", "-0.0") %}{% if baked %}{$ baked[k] $}{% else %}w{$ k $}{% endif %} * t{$ o + k $}{% if not loop.last %} + {% endif %}{% else %}vec4<f32>(0.0){% endfor %}{$ plus_sum(o) $});
+        textureStore(dst, {$ at(o) $}, {% for k in range(taps) if not baked or baked[k] not in ("0.0", "-0.0") %}{% if baked %}{$ baked[k] $} * t{$ o + k $}{% else %}select(vec4<f32>(0.0), w{$ k $} * t{$ o + k $}, w{$ k $} != 0.0){% endif %}{% if not loop.last %} + {% endif %}{% else %}vec4<f32>(0.0){% endfor %}{$ plus_sum(o) $});
     }
 {% endfor %}
 {% else %}

@@ -61,6 +61,11 @@ def format_timing(outcome: FilterResult) -> str:
         f"timer       {t.timer}  (passes {t.total_ms:.3f} ms; whole call {t.wall_ms:.3f} ms, "
         "upload and readback included)"
     )
+    if t.first_run:
+        lines.append(
+            f"compile     {t.compile_ms:.3f} ms of the whole call compiling shaders; a first run "
+            "(the driver may finish compiling inside the first passes: warm runs are faster)"
+        )
     rate = f"{t.mpix_per_s:.1f} Mpix/s" if t.total_ms > 0 else "n/a"
     if t.bytes_modelled:
         traffic = f"{t.bytes_modelled / 1e6:.2f} MB modelled, {t.gbps_effective:.2f} GB/s"

@@ -208,6 +208,45 @@ def fft_cost(kernel_shape: tuple[int, int]) -> float | None:
     return _fft_block_cost(fft_block(kernel_shape), max(kernel_shape))
 
 
+def cost(
+    strategy: str,
+    kernel: Kernel,
+    limits: DeviceLimits | None = None,
+    *,
+    tolerance: float | None = None,
+) -> float:
+    """The model's time per output pixel of ``strategy`` on ``kernel``, in direct taps (what
+    :func:`plan` compares; ``auto``: the strategy it plans). ``math.inf`` where the strategy
+    cannot run the kernel. For callers that size work by time (the live preview's tiles)."""
+    limits = limits or DeviceLimits()
+    rows, cols = kernel.shape
+    taps = rows * cols
+    info = STRATEGIES[strategy]
+    if info.runs_on == "planner":
+        strategy = plan(kernel, limits, tolerance=tolerance).strategy
+        info = STRATEGIES[strategy]
+    if info.why_not(kernel, tolerance) is not None:
+        return math.inf
+    if strategy == "tiled":
+        try:
+            choice = choose_tile((rows, cols), limits)
+        except StrategyError:
+            return math.inf
+        per_tap = TILED_TAP
+        if choice.layout == "scalar":
+            per_tap *= 1.0 + SCALAR_TILE_COST / choice.tile
+        return TILED_FIXED + taps * per_tap
+    if info.needs_rank1:  # two 1-D passes (transpose adds two copies)
+        passes = 2 * LINE_FIXED + LINE_TAP * (rows + cols)
+        return passes + (2 * LINE_FIXED if strategy == "transpose" else 0.0)
+    if strategy == LOWRANK:
+        return lowrank_cost(lowrank.low_rank(kernel, tolerance).k, (rows, cols))
+    if strategy == FFT:
+        found = fft_cost((rows, cols))
+        return math.inf if found is None else found
+    return DIRECT_FIXED + taps  # direct; the reference costs about as much per tap
+
+
 @dataclass(frozen=True)
 class Plan:
     """The strategy ``auto`` runs, the tile for ``tiled``, and a one-line reason."""

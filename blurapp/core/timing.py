@@ -29,13 +29,18 @@ class Timing:
 
     ``timer`` says where the pass figures come from: ``"gpu"`` (timestamp queries) or
     ``"wall"`` (the clock around submit-and-wait). ``wall_ms`` is the whole call as the caller
-    saw it, upload and readback included.
+    saw it, upload and readback included; ``compile_ms`` the part of it spent compiling
+    shaders and pipelines. ``first_run``: the run used a pipeline for the first time, so its
+    figures are not a warm run's (drivers such as lavapipe also finish compiling at the first
+    dispatch, inside the first pass's time); rankings use warm runs.
     """
 
     passes: tuple[PassTiming, ...]
     timer: Timer
     pixels: int
     wall_ms: float
+    compile_ms: float = 0.0
+    first_run: bool = False
 
     @property
     def total_ms(self) -> float:
@@ -62,6 +67,8 @@ class Timing:
             ],
             "total_ms": self.total_ms,
             "wall_ms": self.wall_ms,
+            "compile_ms": self.compile_ms,
+            "first_run": self.first_run,
             "pixels": self.pixels,
             "mpix_per_s": self.mpix_per_s,
             "bytes_modelled": self.bytes_modelled,

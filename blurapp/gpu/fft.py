@@ -435,7 +435,8 @@ def _pipeline(engine: GpuFilter, p: PassSpec) -> Any:
             compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
         )
 
-    return engine._pipelines.get_or_make(("fft", p.shader, p.template, p.constants), make)
+    key = ("fft", p.shader, p.template, p.constants)
+    return engine._pipelines.get_or_make(key, lambda: engine.compiling(make))
 
 
 def _bind_group(engine: GpuFilter, bufs: _Buffers, p: PassSpec, views: dict[str, Any]) -> Any:

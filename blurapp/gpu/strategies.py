@@ -36,6 +36,7 @@ __all__ = [
     "Strategy",
     "TiledStrategy",
     "TransposeStrategy",
+    "buffer_variant",
     "get_strategy",
     "line_block",
     "with_output",
@@ -364,6 +365,35 @@ def _transpose_pass(name: str, size: tuple[int, int], src: str, dst: str) -> Pas
         constant=0.0,
         bytes_modelled=2 * width * height * TEXEL_BYTES,
     )
+
+
+#: Tap counts of the 1-D passes that read their weights from the buffer: a kernel's taps are
+#: padded with zeros to the next bucket, so that one pipeline serves every kernel up to it (a
+#: sigma sweep compiles a handful of pipelines, not two per step).
+TAP_BUCKETS = (3, 5, 9, 13, 17, 25, 33, 49, 65)
+LINE_SHADERS = ("separable_rows", "separable_cols")
+
+
+def buffer_variant(p: PassSpec) -> PassSpec | None:
+    """The same 1-D pass reading its weights from the buffer instead of baked literals, its
+    taps padded with zeros to a :data:`TAP_BUCKETS` size around the same anchor; ``None`` when
+    ``p`` is not a baked 1-D pass. It computes the same values: a zero weight adds an exact 0."""
+    template = dict(p.template)
+    if p.shader not in LINE_SHADERS or template.get("baked") is None or p.weights is None:
+        return None
+    n = int(template["taps"])
+    m = next(b for b in TAP_BUCKETS if b >= n)
+    front = m // 2 - n // 2  # keeps the anchor (taps // 2) on the same weight
+    taps = np.zeros(m, np.float32)
+    taps[front : front + n] = p.weights
+    variant = _line_pass(
+        p.name, taps, int(dict(p.constants)["BORDER_MODE"]), p.constant, p.size, p.src, p.dst,
+        vertical=p.shader == "separable_cols", bake=False, add=p.add,
+    )  # fmt: skip
+    # What with_output added (the output texture's format) stays; the traffic is the model's
+    # of the kernel itself, not of its zero padding.
+    kept = tuple(item for item in p.template if item[0] == "dst_format")
+    return replace(variant, template=variant.template + kept, bytes_modelled=p.bytes_modelled)
 
 
 class _RankOneStrategy(Strategy):

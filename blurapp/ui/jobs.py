@@ -32,7 +32,7 @@ from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.strategies import compared_names, get_info
 from blurapp.core.tiling import TileGrid, gather
-from blurapp.core.timing import PassTiming, Timing
+from blurapp.core.timing import Timing
 from blurapp.ui.convert import heat_rgb, to_qimage
 
 Check = Callable[[], None]
@@ -55,26 +55,15 @@ COMPARE_SIDE = 1024
 
 def cost_units(strategy: str, kernel: Kernel) -> float:
     """The planner's time per output pixel of ``strategy`` for ``kernel``, in direct taps
-    (blurapp.core.planner's model); ``auto`` is what the planner would run."""
+    (:func:`blurapp.core.planner.cost`); ``auto`` is what the planner would run."""
     from blurapp.core import planner
 
+    try:
+        found = planner.cost(strategy, kernel, engine.gpu_limits())
+    except BlurappError:
+        found = math.inf
     rows, cols = kernel.shape
-    taps = rows * cols
-    if get_info(strategy).runs_on == "planner":
-        try:
-            strategy = engine.plan_for(kernel).strategy
-        except BlurappError:
-            strategy = "direct"
-    if strategy in ("separable", "transpose"):
-        return 2 * planner.LINE_FIXED + planner.LINE_TAP * (rows + cols) + 2.0
-    if strategy == "tiled":
-        return planner.TILED_FIXED + planner.TILED_TAP * taps
-    if strategy == "lowrank":
-        k = max(1, min(rows, cols) // 2)
-        return planner.lowrank_cost(k, (rows, cols))
-    if strategy == "fft":
-        return planner.fft_cost((rows, cols)) or 60.0
-    return planner.DIRECT_FIXED + taps  # direct, cpu
+    return found if math.isfinite(found) else planner.DIRECT_FIXED + rows * cols
 
 
 class Rates:
@@ -124,48 +113,6 @@ class Rates:
 
 
 RATES = Rates()
-
-
-class WarmRuns:
-    """Which (strategy, kernel, border, pixel format) runs this session has already made: the
-    first run of one compiles its GPU pipelines, so its time says little about the strategy."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._seen: set[Hashable] = set()
-
-    @staticmethod
-    def key(strategy: str, spec: FilterSpec, image: np.ndarray, kernel: Kernel | None = None):
-        k = kernel if kernel is not None else spec.effective_kernel
-        if get_info(strategy).runs_on == "planner":
-            try:
-                strategy = engine.plan_for(k, tolerance=spec.tolerance).strategy
-            except BlurappError:
-                pass
-        channels = 1 if image.ndim == 2 else image.shape[2]
-        return (
-            strategy,
-            k.weights.shape,
-            k.weights.tobytes(),
-            spec.border.name,
-            spec.tile if strategy == "tiled" else None,
-            image.dtype.str,
-            channels,
-            spec.linear,
-            spec.alpha,
-            spec.range_mode,
-        )
-
-    def is_warm(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._seen
-
-    def mark(self, key: Hashable) -> None:
-        with self._lock:
-            self._seen.add(key)
-
-
-WARM = WarmRuns()
 
 
 # ---------------------------------------------------------------------------------- scaling
@@ -405,8 +352,6 @@ def run_live(
         report(
             LivePreview(spec, to_qimage(part.image), viewport.window, 1, part.timing, "", image_key)
         )
-    warm_key = WarmRuns.key(spec.strategy, spec, image)
-    first = not WARM.is_warm(warm_key)
     side = RATES.tile_side(image.shape, spec)
     check()
     result = pipeline.filter_pixels(
@@ -417,7 +362,7 @@ def run_live(
         check=check,
         progress=lambda done, total: report(LiveProgress(spec, done, total)) if total > 1 else None,
     )
-    WARM.mark(warm_key)
+    first = result.timing.first_run  # the engine knows whether it compiled
     if not first:
         RATES.learn(result.strategy, spec.effective_kernel, h * w, result.timing.wall_ms)
     display = downscale(result.image, factor) if factor >= 2 else result.image
@@ -510,18 +455,6 @@ def _tiles(region: Window, side: int) -> list[Window]:
     ]
 
 
-def _sum(timings: list[Timing], pixels: int, wall_ms: float) -> Timing:
-    ms: dict[str, float] = {}
-    moved: dict[str, int] = {}
-    for t in timings:
-        for p in t.passes:
-            ms[p.name] = ms.get(p.name, 0.0) + p.ms
-            moved[p.name] = moved.get(p.name, 0) + p.bytes_modelled
-    timer = "gpu" if timings and all(t.timer == "gpu" for t in timings) else "wall"
-    passes = tuple(PassTiming(n, ms[n], moved[n]) for n in ms)
-    return Timing(passes, timer, pixels, wall_ms)
-
-
 def run_strategies(
     image: np.ndarray,
     spec: FilterSpec,
@@ -563,18 +496,17 @@ def run_strategies(
         result: np.ndarray | None = None
         timings: list[Timing] = []
         first: Timing | None = None
-        key = WarmRuns.key(name, spec, image)
         start = time.perf_counter()
         for i, t in enumerate(tiles):
             check()
             padded, (oy, ox) = gather(image, grid, t, border)
             x = pipeline.prepare(padded, cpu_spec).x
             args = (x, kernel, border, name, tile if name == "tiled" else None)
-            if first is None and not WARM.is_warm(key) and get_info(name).runs_on != "cpu":
-                _y, first, _r, _w = engine.filter_float(*args)
-                WARM.mark(key)
-                check()
             y, timing, _ran, _why = engine.filter_float(*args)
+            if timing.first_run and first is None:  # it compiled: time a warm run instead
+                first = timing
+                check()
+                y, timing, _ran, _why = engine.filter_float(*args)
             ty0, ty1, tx0, tx1 = t
             part = np.asarray(y, np.float64)[oy : oy + ty1 - ty0, ox : ox + tx1 - tx0]
             if result is None:
@@ -582,11 +514,10 @@ def run_strategies(
             result[ty0 - ry0 : ty1 - ry0, tx0 - rx0 : tx1 - rx0] = part
             timings.append(timing)
             fraction((i + 1) / len(tiles))
-        WARM.mark(key)
         wall = (time.perf_counter() - start) * 1e3
         if first is not None:
             wall -= first.wall_ms
-        return result, _sum(timings, (ry1 - ry0) * (rx1 - rx0), wall), first
+        return result, pipeline.sum_timings(timings, (ry1 - ry0) * (rx1 - rx0), wall), first
 
     last_report = [0.0]
 

@@ -147,7 +147,8 @@ class RunPanel(QGroupBox):
         passes = ", ".join(f"{p.name} {p.ms:.2f} ms" for p in t.passes)
         why = f" — auto: {result.reason}" if result.reason else ""
         first = (
-            " — <i>first run of this kernel: includes compiling its GPU pipelines</i>"
+            f" — <i>first run: {t.compile_ms:.0f} ms compiling GPU pipelines, and the passes "
+            "include the driver's own compile</i>"
             if getattr(result, "first_run", False)
             else ""
         )
