@@ -337,6 +337,11 @@ class CompareView(QTabWidget):
         self.addTab(self.strategies, "Strategies")
         self.addTab(self.borders, "Border modes")
 
+    def image_views(self) -> list[ImageView]:
+        """Every image view of the area: the result, the split and each comparison pane."""
+        panes = [*self.strategies.panes.values(), *self.borders.panes.values()]
+        return [self.result_view, self.split_view, *(pane.view for pane in panes)]
+
     def current_view(self) -> ImageView:
         """The view that zoom actions apply to (the first pane of a comparison tab)."""
         index = self.currentIndex()

@@ -234,14 +234,30 @@ class WindowFiles:
         if self.model.image is None:
             self.host.show_error("There is no result to save yet.")
             return
-        source = self.model.image_path
-        stem = source.stem if source else "image"
-        suggested = str(Path(self._folder("files/lastFolder")) / f"{stem}_filtered.png")
+        suggested, selected = self.save_suggestion()
         path, _ = QFileDialog.getSaveFileName(
-            self.parent, "Save result", suggested, ";;".join(SAVE_FILTERS.values())
+            self.parent, "Save result", suggested, ";;".join(SAVE_FILTERS.values()), selected
         )
         if path:
             self.save_result(path)
+
+    def save_suggestion(self) -> tuple[str, str]:
+        """The path the save dialog proposes and its file-type filter: the source's name with
+        ``_filtered`` in the last folder used, in the source's own format (a JPEG stays a JPEG,
+        with its own extension); PNG for the sample or a format blurapp cannot write."""
+        source = self.model.image_path
+        stem = source.stem if source else "image"
+        suffix, fmt = ".png", "png"
+        if source is not None:
+            try:
+                fmt = format_from_path(source)
+                suffix = source.suffix
+            except BlurappError:
+                pass
+        if fmt not in SAVE_FILTERS:
+            suffix, fmt = ".png", "png"
+        path = Path(self._folder("files/lastFolder")) / f"{stem}_filtered{suffix}"
+        return str(path), SAVE_FILTERS[fmt]
 
     def save_result(self, path: str | os.PathLike[str]) -> bool:
         """Start writing the current image filtered by the current spec, as ``blurapp apply``

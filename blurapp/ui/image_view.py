@@ -177,6 +177,10 @@ class ImageView(QGraphicsView):
     def scale_factor(self) -> float:
         return float(self.transform().m11())
 
+    def is_fitting(self) -> bool:
+        """Whether the view keeps the whole image in sight (Fit), rather than a zoom of its own."""
+        return self._fit
+
     def fit(self) -> None:
         """Fit the whole image into the view (and keep fitting when the window resizes)."""
         self._fit = True

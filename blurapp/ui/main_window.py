@@ -73,7 +73,7 @@ from blurapp.ui.jobs import (
 from blurapp.ui.kernel_analysis import KernelAnalysis
 from blurapp.ui.kernel_designer import KernelDesigner
 from blurapp.ui.kernel_editor import KernelGridEditor
-from blurapp.ui.kernel_history import SetKernelCommand
+from blurapp.ui.kernel_history import SetKernelCommand, SetSpecCommand
 from blurapp.ui.model import FilterModel
 from blurapp.ui.run_panel import RunPanel
 from blurapp.ui.timing_panel import TimingPanel
@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self._borders_dirty = True
         self._dialog: QMessageBox | None = None
         self._set_text = True  # see apply_kernel
+        self._replaying = False  # an undo command is applying a spec: do not record it again
         self._shown_kernel: Kernel | None = None
         self._grid_kernel: Kernel | None = None
         self._analysis_kernel: Kernel | None = None
@@ -135,6 +136,7 @@ class MainWindow(QMainWindow):
         self._view_timer = QTimer(self, singleShot=True, interval=VIEW_DEBOUNCE_MS)
         self._view_timer.timeout.connect(self._view_settled)
 
+        self._undo_base = self.model.spec  # the spec the next recorded change starts from
         self._build_widgets()
         self.menu_actions = WindowActions(self)
         self.files.attach_recent_menu(self.menu_actions.recent_menu)
@@ -229,6 +231,8 @@ class MainWindow(QMainWindow):
 
         self.adapter_label = QLabel("Adapter: probing…", objectName="adapterLabel")
         self.image_label = QLabel()
+        self.zoom_label = QLabel(objectName="zoomLabel")
+        self.zoom_label.setToolTip("Zoom of the image shown: 100 % is one image pixel per pixel")
         self.busy_label = QLabel(objectName="busyLabel")
         self.progress = QProgressBar(objectName="jobProgress")
         self.progress.setMaximumWidth(160)
@@ -237,15 +241,19 @@ class MainWindow(QMainWindow):
         self.statusBar().addWidget(self.adapter_label, 1)
         self.statusBar().addPermanentWidget(self.busy_label)
         self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.zoom_label)
         self.statusBar().addPermanentWidget(self.image_label)
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
         dock = QDockWidget(title, self, objectName=name)
         dock.setWidget(widget)
         dock.setFeatures(
-            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            QDockWidget.DockWidgetFeature.DockWidgetClosable
+            | QDockWidget.DockWidgetFeature.DockWidgetMovable
             | QDockWidget.DockWidgetFeature.DockWidgetFloatable
         )
+        # Closed, it comes back from View (its toggle action, named after the dock).
+        dock.toggleViewAction().setObjectName(f"{name}Toggle")
         return dock
 
     def _connect(self) -> None:
@@ -258,6 +266,9 @@ class MainWindow(QMainWindow):
         self.grid_editor.load_requested.connect(self.files.load_kernel_dialog)
         self.grid_editor.save_requested.connect(self.files.save_kernel_dialog)
         self.compare.currentChanged.connect(lambda _i: self._maybe_run_comparisons())
+        self.compare.currentChanged.connect(lambda _i: self._update_zoom())
+        for view in self.compare.image_views():
+            view.zoom_changed.connect(lambda _scale: self._update_zoom())
         self.compare.borders.settings_changed.connect(self._borders_settings_changed)
         self.compare.strategies.cancel.clicked.connect(lambda: self._cancel_compare("strategies"))
         self.compare.borders.cancel.clicked.connect(lambda: self._cancel_compare("borders"))
@@ -370,12 +381,31 @@ class MainWindow(QMainWindow):
         """Hand ``kernel`` to the model (the undo commands call this); ``set_text=False`` leaves
         the spec field alone while the user is typing in it."""
         self._set_text = set_text
+        self._replaying = True
         try:
             problem = self.model.set_kernel(kernel)
         finally:
             self._set_text = True
+            self._replaying = False
         if problem:
             self.designer.show_error(problem)
+
+    def apply_spec(self, spec: FilterSpec) -> None:
+        """Make ``spec`` current without recording it (the undo commands call this)."""
+        self._replaying = True
+        try:
+            self.model.set_spec(spec)
+        finally:
+            self._replaying = False
+        self._undo_base = self.model.spec
+
+    def _record_spec(self, spec: FilterSpec) -> None:
+        """A setting changed outside the undo stack (the Run box, the grid's offset): make it
+        one undo step (a kernel edit is one already, through :class:`SetKernelCommand`)."""
+        old, self._undo_base = self._undo_base, spec
+        if self._replaying or old == spec:
+            return
+        self.undo_stack.push(SetSpecCommand(self, old, spec))
 
     def load_kernel(self, path: str | os.PathLike[str]) -> bool:
         return self.files.load_kernel(path)
@@ -433,6 +463,7 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------------------ running
     def _spec_changed(self, spec: FilterSpec) -> None:
+        self._record_spec(spec)
         if spec.kernel != self._shown_kernel:
             self._show_kernel(spec.kernel)
         offset = self.grid_editor.offset
@@ -657,6 +688,16 @@ class MainWindow(QMainWindow):
         if note and self.runner.is_busy("live") and done:
             note = f"{note} · full resolution {round(100 * done[0] / max(1, done[1]))} %"
         return note
+
+    def _update_zoom(self) -> None:
+        """The status bar's zoom readout, of the view the zoom actions act on."""
+        view = self.compare.current_view()
+        if not view.has_image():
+            self.zoom_label.setText("")
+            return
+        percent = 100 * view.scale_factor()
+        text = f"{percent:.0f} %" if percent >= 10 else f"{percent:.2g} %"
+        self.zoom_label.setText(f"zoom {text}" + (" (fit)" if view.is_fitting() else ""))
 
     def _set_note(self, text: str) -> None:
         self.compare.result_view.set_note(text)
