@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 from blurapp import __version__
 from blurapp.core.errors import BlurappError
 from blurapp.process import prepare_process
+from blurapp.ui.theme import apply_theme
 
 ORGANIZATION = "blurapp"
 APPLICATION = "blurapp"
@@ -54,6 +55,7 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     if app is None:
         prepare_process()  # XDG_RUNTIME_DIR before Qt and the Vulkan driver look for one
         app = QApplication(argv if argv is not None else sys.argv[:1])
+    apply_theme(app)  # the system's light or dark scheme, or BLURAPP_THEME
     app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it
     app.setWindowIcon(app_icon())  # X11 and the window's title bar use this one
     return app  # type: ignore[return-value]

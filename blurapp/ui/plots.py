@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from blurapp.core.strategies import STRATEGIES
 from blurapp.ui.convert import signed_color, signed_rgb, to_qimage
+from blurapp.ui.theme import chart_colors
 
 AXIS = QColor(120, 120, 120)
 TEXT = QColor(40, 40, 40)
@@ -23,11 +25,18 @@ ACCENT = QColor(33, 102, 172)
 MUTED = QColor(170, 190, 215)
 
 
-def strategy_color(name: str) -> QColor:
+def strategy_color(name: str, background: QColor | None = None) -> QColor:
     """The strategy's colour from the registry (:attr:`StrategyInfo.colour`); unknown names get
-    the accent colour."""
+    the accent colour. On a ``background`` too close to it (auto's dark grey on a dark theme)
+    it is lightened or darkened until it reads."""
     info = STRATEGIES.get(name)
-    return QColor(info.colour) if info is not None else ACCENT
+    color = QColor(info.colour) if info is not None else QColor(ACCENT)
+    if background is not None:
+        for _ in range(4):
+            if abs(color.lightness() - background.lightness()) >= 90:
+                break
+            color = color.lighter(140) if background.lightness() < 128 else color.darker(140)
+    return QColor(color.rgb())
 
 
 def _small_font(widget: QWidget, delta: float = -1.0) -> QFont:
@@ -110,7 +119,7 @@ class WeightsHeatMap(QWidget):
         for i in range(steps):
             t = -1.0 + 2.0 * (i + 0.5) / steps
             p.fillRect(QRectF(lx + i * lw / steps, ly, lw / steps + 0.5, 8), signed_color(t))
-        p.setPen(TEXT)
+        p.setPen(chart_colors(self).text)
         p.drawText(QRectF(0, ly - 3, lx - 4, 14), Qt.AlignmentFlag.AlignRight, _fmt(-vmax))
         p.drawText(QRectF(lx + lw + 4, ly - 3, 80, 14), Qt.AlignmentFlag.AlignLeft, _fmt(vmax))
         p.end()
@@ -136,7 +145,7 @@ class ProfilePlot(QWidget):
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.setFont(_small_font(self, -1.0))
-        p.setPen(TEXT)
+        p.setPen(chart_colors(self).text)
         p.drawText(QRectF(4, 0, self.width() - 8, 16), Qt.AlignmentFlag.AlignLeft, self._title)
         n = len(self._values)
         if n == 0:
@@ -190,7 +199,7 @@ class SingularValueChart(QWidget):
         s0 = float(values[0]) or 1.0
         p.setPen(QPen(AXIS, 1))
         p.drawLine(QPointF(left, bottom), QPointF(right, bottom))
-        p.setPen(TEXT)
+        p.setPen(chart_colors(self).text)
         p.drawText(QRectF(0, top - 6, left - 4, 14), Qt.AlignmentFlag.AlignRight, "σ₁")
         p.drawText(QRectF(0, bottom - 8, left - 4, 14), Qt.AlignmentFlag.AlignRight, "0")
         step = (right - left) / len(values)
@@ -199,7 +208,7 @@ class SingularValueChart(QWidget):
             rect = QRectF(left + i * step + step * 0.15, bottom - h, step * 0.7, h)
             p.fillRect(rect, ACCENT if i < self._rank else MUTED)
             if step >= 14:
-                p.setPen(TEXT)
+                p.setPen(chart_colors(self).text)
                 p.drawText(
                     QRectF(left + i * step, bottom + 1, step, 14),
                     Qt.AlignmentFlag.AlignHCenter,
@@ -208,65 +217,171 @@ class SingularValueChart(QWidget):
         p.end()
 
 
+@dataclass
+class Series:
+    """One strategy's warm runs of one kernel, in the order they ran (x: run index)."""
+
+    strategy: str
+    kernel: str
+    points: list[tuple[int, float]]
+
+
+def use_log_axis(times: list[float]) -> bool:
+    """A log time axis when the times span more than a decade (a linear one would flatten the
+    fast strategies onto zero)."""
+    positive = [t for t in times if t > 0 and math.isfinite(t)]
+    return len(positive) >= 2 and max(positive) > 10 * min(positive)
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """The powers of ten from just under ``lo`` to just over ``hi`` (both > 0)."""
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    return [10.0**e for e in range(first, max(last, first + 1) + 1)]
+
+
+def _ms_label(v: float) -> str:
+    if v >= 10:
+        return f"{v:.0f} ms"
+    return f"{v:.2g} ms"
+
+
 class TimingPlot(QWidget):
-    """The total time of the last runs, one coloured dot-line per strategy, newest on the right."""
+    """The total time of the last warm runs, newest on the right, grouped by kernel.
+
+    Each strategy is a line and dots in its own colour (the registry's); runs of another kernel
+    start a new group (a divider with the kernel's name), and lines do not join across groups.
+    The time axis is logarithmic where the times span more than a decade.
+    """
 
     def __init__(self, capacity: int = 60, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._runs: deque[tuple[str, float]] = deque(maxlen=capacity)
+        self._runs: deque[tuple[str, float, str]] = deque(maxlen=capacity)
         self.setMinimumSize(220, 110)
         self.setObjectName("timingPlot")
 
-    def add_run(self, strategy: str, ms: float) -> None:
-        if math.isfinite(ms):
-            self._runs.append((strategy, float(ms)))
+    def add_run(self, strategy: str, ms: float, kernel: str = "") -> None:
+        if math.isfinite(ms) and ms >= 0:
+            self._runs.append((strategy, float(ms), kernel))
             self.update()
 
     def runs(self) -> list[tuple[str, float]]:
-        return list(self._runs)
+        return [(strategy, ms) for strategy, ms, _k in self._runs]
+
+    def groups(self) -> list[tuple[str, int, int]]:
+        """Consecutive runs of one kernel: (kernel, first index, last index + 1)."""
+        out: list[tuple[str, int, int]] = []
+        for i, (_s, _ms, kernel) in enumerate(self._runs):
+            if out and out[-1][0] == kernel:
+                out[-1] = (kernel, out[-1][1], i + 1)
+            else:
+                out.append((kernel, i, i + 1))
+        return out
+
+    def series(self) -> list[Series]:
+        """One series per strategy and kernel group, in the order they first ran."""
+        found: dict[tuple[str, int], Series] = {}
+        for g, (kernel, start, stop) in enumerate(self.groups()):
+            for i in range(start, stop):
+                strategy, ms, _k = self._runs[i]
+                key = (strategy, g)
+                if key not in found:
+                    found[key] = Series(strategy, kernel, [])
+                found[key].points.append((i, ms))
+        return list(found.values())
+
+    def log_axis(self) -> bool:
+        return use_log_axis([ms for _s, ms, _k in self._runs])
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        return QSize(320, 140)
+        return QSize(320, 160)
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        colors = chart_colors(self)
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        p.fillRect(self.rect(), QColor(252, 252, 252))
+        p.fillRect(self.rect(), colors.background)
         p.setFont(_small_font(self, -1.5))
-        left, top = 58.0, 8.0
-        right, bottom = self.width() - 8.0, self.height() - 20.0
-        p.setPen(QPen(AXIS, 1))
+        line_h = p.fontMetrics().height()
+        left, top = 58.0, 6.0 + line_h
+        right, bottom = self.width() - 8.0, self.height() - 6.0 - line_h
+        p.setPen(QPen(colors.axis, 1))
         p.drawLine(QPointF(left, top), QPointF(left, bottom))
         p.drawLine(QPointF(left, bottom), QPointF(right, bottom))
-        p.setPen(TEXT)
         if not self._runs:
+            p.setPen(colors.text)
             p.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "run times appear here")
             p.end()
             return
-        vmax = max(ms for _, ms in self._runs) * 1.1 or 1.0
-        label = f"{vmax:.0f} ms" if vmax >= 10 else f"{vmax:.2g} ms"
-        p.drawText(QRectF(0, top - 6, left - 4, 14), Qt.AlignmentFlag.AlignRight, label)
-        p.drawText(QRectF(0, bottom - 8, left - 4, 14), Qt.AlignmentFlag.AlignRight, "0")
+        times = [ms for _s, ms, _k in self._runs]
+        if self.log_axis():
+            ticks = log_ticks(min(t for t in times if t > 0), max(times))
+            lo, hi = math.log10(ticks[0]), math.log10(ticks[-1])
+
+            def y(ms: float) -> float:
+                v = math.log10(max(ms, ticks[0]))
+                return bottom - (v - lo) / (hi - lo) * (bottom - top)
+
+        else:
+            vmax = max(times) * 1.1 or 1.0
+            ticks = [0.0, vmax / 2, vmax]
+
+            def y(ms: float) -> float:
+                return bottom - ms / vmax * (bottom - top)
+
+        for tick in ticks:
+            ty = y(tick)
+            p.setPen(QPen(colors.grid, 1, Qt.PenStyle.DotLine))
+            p.drawLine(QPointF(left + 1, ty), QPointF(right, ty))
+            p.setPen(colors.text)
+            label = "0" if tick == 0 else _ms_label(tick)
+            p.drawText(
+                QRectF(0, ty - line_h / 2, left - 4, line_h), Qt.AlignmentFlag.AlignRight, label
+            )
         # Few runs spread over the width; once there are many the oldest scroll off the left.
         cap = max(len(self._runs), 12)
-        step = (right - left) / max(1, cap - 1)
+        step = (right - left - 8) / max(1, cap - 1)
         offset = cap - len(self._runs)
-        by_strategy: dict[str, list[QPointF]] = {}
-        for i, (strategy, ms) in enumerate(self._runs):
-            pt = QPointF(left + (offset + i) * step, bottom - ms / vmax * (bottom - top))
-            by_strategy.setdefault(strategy, []).append(pt)
+
+        def x(i: int) -> float:
+            return left + 4 + (offset + i) * step
+
+        # Kernel groups: a divider and the kernel's name over its runs.
+        for kernel, start, stop in self.groups():
+            x0 = x(start) - step / 2 if start else left
+            x1 = x(stop - 1) + step / 2
+            if start:
+                p.setPen(QPen(colors.axis, 1, Qt.PenStyle.DashLine))
+                p.drawLine(QPointF(x0, top - line_h), QPointF(x0, bottom))
+            p.setPen(colors.text)
+            width = max(0.0, min(x1, right) - x0 - 4)
+            name = p.fontMetrics().elidedText(kernel, Qt.TextElideMode.ElideRight, int(width))
+            p.drawText(QRectF(x0 + 3, 2, width, line_h), Qt.AlignmentFlag.AlignLeft, name)
         legend_x = left + 4
-        for strategy, points in by_strategy.items():
-            color = strategy_color(strategy)
+        legend: list[str] = []
+        for series in self.series():
+            color = strategy_color(series.strategy, colors.background)
+            points = [QPointF(x(i), y(ms)) for i, ms in series.points]
             path = QPainterPath(points[0])
             for pt in points[1:]:
                 path.lineTo(pt)
+            p.setBrush(Qt.BrushStyle.NoBrush)  # a line, not a filled shape
             p.setPen(QPen(color, 1.5))
             p.drawPath(path)
             p.setBrush(color)
             for pt in points:
                 p.drawEllipse(pt, 2.5, 2.5)
-            p.setPen(color)
-            p.drawText(QRectF(legend_x, bottom + 3, 90, 14), Qt.AlignmentFlag.AlignLeft, strategy)
+            if series.strategy not in legend:
+                legend.append(series.strategy)
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        for strategy in legend:
+            p.setPen(strategy_color(strategy, colors.background))
+            p.drawText(
+                QRectF(legend_x, bottom + 3, 120, line_h), Qt.AlignmentFlag.AlignLeft, strategy
+            )
             legend_x += p.fontMetrics().horizontalAdvance(strategy) + 14
+        if self.log_axis():
+            p.setPen(colors.axis)
+            p.drawText(
+                QRectF(left, bottom + 3, right - left, line_h), Qt.AlignmentFlag.AlignRight, "log"
+            )
         p.end()

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QPushButton,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -24,15 +25,18 @@ from blurapp.ui.plots import TimingPlot, strategy_color
 
 COLUMNS = (
     "strategy",
-    "passes (ms)",
+    "kernel",
     "total ms",
     "wall ms",
     "Mpix/s",
-    "bytes modelled",
     "GB/s",
+    "bytes",
     "timer",
-    "kernel",
+    "passes (ms)",
 )
+#: Where each figure is, by name (the order above is what fits: the long ones last).
+COL = {name.split(" ")[0]: i for i, name in enumerate(COLUMNS)}
+KERNEL_COLUMN_PX = 130
 
 
 def format_bytes(n: int) -> str:
@@ -61,11 +65,15 @@ class TimingPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         header = self.table.horizontalHeader()
+        bytes_header = self.table.horizontalHeaderItem(COL["bytes"])
+        bytes_header.setToolTip("Global-memory bytes the passes read and write, halo included")
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        # Pass lists grow with the strategy (transpose has four): a fixed, elided column.
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
-        self.table.setColumnWidth(1, 220)
+        # The kernel spec and the pass list can be long: fixed widths, elided, the whole text in
+        # the tooltip; the pass list last, where it takes what is left.
+        header.setSectionResizeMode(COL["kernel"], QHeaderView.ResizeMode.Interactive)
+        self.table.setColumnWidth(COL["kernel"], KERNEL_COLUMN_PX)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.setWordWrap(False)
         self.plot = TimingPlot()
         self.export_cli = QPushButton("Export CLI", objectName="exportCli")
@@ -76,9 +84,19 @@ class TimingPanel(QWidget):
         buttons.addWidget(self.export_cli)
         buttons.addStretch(1)
         side.addLayout(buttons)
+        right = QWidget()
+        right.setLayout(side)
+        side.setContentsMargins(0, 0, 0, 0)
+        # The user can give the table or the plot more room.
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, objectName="timingSplitter")
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setChildrenCollapsible(False)
         layout = QHBoxLayout(self)
-        layout.addWidget(self.table, 3)
-        layout.addLayout(side, 2)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.splitter)
         self._rows: dict[str, tuple[Timing, str, bool]] = {}
 
     def record(
@@ -94,7 +112,7 @@ class TimingPanel(QWidget):
         first run includes compiling, and would rank the strategy by its compile time)."""
         self._rows[strategy] = (timing, kernel_spec, first)
         if plot and not first:
-            self.plot.add_run(strategy, timing.total_ms)
+            self.plot.add_run(strategy, timing.total_ms, kernel_spec)
         self._refill()
 
     def is_first_run(self, strategy: str) -> bool:
@@ -113,32 +131,31 @@ class TimingPanel(QWidget):
         for r, name in enumerate(names):
             timing, spec, first = self._rows[name]
             passes = " · ".join(f"{p.name} {p.ms:.2f}" for p in timing.passes)
-            cells = (
-                name,
-                passes,
-                f"{timing.total_ms:.3f}",
-                f"{timing.wall_ms:.1f}",
-                _finite(timing.mpix_per_s, ".1f"),
-                format_bytes(timing.bytes_modelled) if timing.bytes_modelled else "—",
-                _finite(timing.gbps_effective, ".2f") if timing.bytes_modelled else "—",
-                f"{timing.timer} · first run (compiles)" if first else timing.timer,
-                spec if len(spec) <= 40 else spec[:37] + "…",
-            )
-            for c, text in enumerate(cells):
+            values = {
+                "strategy": name,
+                "kernel": spec,
+                "total": f"{timing.total_ms:.3f}",
+                "wall": f"{timing.wall_ms:.1f}",
+                "Mpix/s": _finite(timing.mpix_per_s, ".1f"),
+                "GB/s": _finite(timing.gbps_effective, ".2f") if timing.bytes_modelled else "—",
+                "bytes": format_bytes(timing.bytes_modelled) if timing.bytes_modelled else "—",
+                "timer": f"{timing.timer} · first run (compiles)" if first else timing.timer,
+                "passes": passes,
+            }
+            for key, text in values.items():
+                c = COL[key]
                 item = QTableWidgetItem(text)
-                if c not in (0, 1, 7, 8):
+                if key not in ("strategy", "kernel", "timer", "passes"):
                     item.setTextAlignment(
                         Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
                     )
-                if c == 0:
-                    item.setForeground(strategy_color(name))  # as its line in the plot
-                if c == 8:
-                    item.setToolTip(spec)
-                if c == 7 and first:
+                if key == "strategy":
+                    item.setForeground(strategy_color(name, self.table.palette().base().color()))
+                if key in ("kernel", "passes"):
+                    item.setToolTip(text)
+                if key == "timer" and first:
                     item.setToolTip(
                         "The first run of this kernel and strategy: its time includes compiling"
                         " the GPU pipelines. The next run shows the strategy's own time."
                     )
-                if c == 1:
-                    item.setToolTip(passes)
                 self.table.setItem(r, c, item)

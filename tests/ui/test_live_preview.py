@@ -24,6 +24,7 @@ from blurapp.ui.jobs import (
     run_live,
     run_strategies,
 )
+from blurapp.ui.timing_panel import COL
 from blurapp.ui.worker import StaleJobError
 
 WAIT_MS = 60000
@@ -221,7 +222,7 @@ def test_first_runs_are_marked_and_kept_out_of_the_plot(window) -> None:
     panel.record("separable", timing, "gaussian:sigma=9", first=True)
     assert panel.is_first_run("separable")
     row = panel.strategies().index("separable")
-    assert "first run" in panel.table.item(row, 7).text()
+    assert "first run" in panel.table.item(row, COL["timer"]).text()
     panel.record("separable", timing, "gaussian:sigma=9")
     assert not panel.is_first_run("separable")
-    assert "first run" not in panel.table.item(row, 7).text()
+    assert "first run" not in panel.table.item(row, COL["timer"]).text()
