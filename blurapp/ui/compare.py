@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -310,6 +311,16 @@ class BordersView(QWidget):
         return sum(1 for p in self.panes.values() if p.filled)
 
 
+def scrolled(page: QWidget) -> QScrollArea:
+    """``page`` in a scroll area: on a short screen (1366×768, or 200 % scaling) it scrolls
+    instead of making the whole window taller than the screen."""
+    area = QScrollArea()
+    area.setWidget(page)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    return area
+
+
 class CompareView(QTabWidget):
     """The tabbed comparison area; the window feeds it results, it never filters by itself."""
 
@@ -334,8 +345,8 @@ class CompareView(QTabWidget):
         split_layout.addWidget(self.split_view, 1)
         self.addTab(self.result_view, "Result")
         self.addTab(split_page, "Before / after")
-        self.addTab(self.strategies, "Strategies")
-        self.addTab(self.borders, "Border modes")
+        self.addTab(scrolled(self.strategies), "Strategies")
+        self.addTab(scrolled(self.borders), "Border modes")
 
     def image_views(self) -> list[ImageView]:
         """Every image view of the area: the result, the split and each comparison pane."""

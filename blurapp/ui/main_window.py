@@ -50,7 +50,7 @@ from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.io import ImageData
 from blurapp.ui.actions import WindowActions
-from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB, CompareView
+from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB, CompareView, scrolled
 from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.convert import to_qimage
 from blurapp.ui.files import WindowFiles, sample_path
@@ -182,9 +182,8 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------------------ building
     def _build_widgets(self) -> None:
         self.compare = CompareView()
-        self.compare.addTab(
-            ConvLayerTab(runner=self.runner, image=lambda: self.model.image), "Conv layer"
-        )
+        self.conv_tab = ConvLayerTab(runner=self.runner, image=lambda: self.model.image)
+        self.compare.addTab(scrolled(self.conv_tab), "Conv layer")
         self.setCentralWidget(self.compare)
 
         self.designer = KernelDesigner()

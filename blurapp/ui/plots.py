@@ -379,9 +379,7 @@ class TimingPlot(QWidget):
                 QRectF(legend_x, bottom + 3, 120, line_h), Qt.AlignmentFlag.AlignLeft, strategy
             )
             legend_x += p.fontMetrics().horizontalAdvance(strategy) + 14
-        if self.log_axis():
+        if self.log_axis():  # said over the time labels, clear of the legend and the groups
             p.setPen(colors.axis)
-            p.drawText(
-                QRectF(left, bottom + 3, right - left, line_h), Qt.AlignmentFlag.AlignRight, "log"
-            )
+            p.drawText(QRectF(0, 2, left - 4, line_h), Qt.AlignmentFlag.AlignRight, "log")
         p.end()

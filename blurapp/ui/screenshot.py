@@ -1,9 +1,13 @@
 """Take the README's pictures of the real window: docs/screenshot.png (the main window) and
-docs/compare.png (the border-modes view), on the bundled sample.
+docs/compare.png (the border-modes view), on the bundled sample; or the window at a screen's
+size, scale and theme (docs/screenshots/).
 
 Run it under a display server; with no screen, under Xvfb::
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python -m blurapp.ui.screenshot --out docs
+    xvfb-run -a -s "-screen 0 2560x1440x24" env QT_SCALE_FACTOR=2 \
+        python -m blurapp.ui.screenshot --out docs/screenshots --size screen --theme dark \
+        --name 2560x1440-200-dark --main-only
 """
 
 from __future__ import annotations
@@ -44,20 +48,33 @@ def settle(ms: int = 300) -> None:
     loop.exec()
 
 
-def take_screenshots(out: Path, *, spec: str = "gaussian:sigma=3", size=(1500, 940)) -> list[Path]:
+def take_screenshots(
+    out: Path,
+    *,
+    spec: str = "gaussian:sigma=3",
+    size: tuple[int, int] | None = (1500, 940),
+    theme: str = "light",
+    names: tuple[str, str] = ("screenshot", "compare"),
+    main_only: bool = False,
+) -> list[Path]:
     """Open the sample, run every strategy and the border view, and save the two pictures.
 
     Arguments:
-        out: the folder for screenshot.png and compare.png (created if needed).
+        out: the folder for the pictures (created if needed).
         spec: the kernel shown.
-        size: the window size in pixels.
+        size: the window size in (logical) pixels; ``None``: the whole available screen.
+        theme: ``light``, ``dark`` or ``auto`` (see :mod:`blurapp.ui.theme`).
+        names: the two pictures' file names, without ``.png``.
+        main_only: only the main window (with the split view), not the border modes.
 
     Returns:
         The paths written.
     """
     from blurapp.ui.app import make_app
+    from blurapp.ui.theme import apply_theme
 
     app = make_app()
+    apply_theme(app, theme)
     from blurapp.ui.compare import BORDERS_TAB, SPLIT_TAB, STRATEGIES_TAB
     from blurapp.ui.main_window import MainWindow
 
@@ -67,7 +84,11 @@ def take_screenshots(out: Path, *, spec: str = "gaussian:sigma=3", size=(1500, 9
         settings = QSettings(str(Path(tmp) / "blurapp.ini"), QSettings.Format.IniFormat)
         settings.setValue("kernel/last", spec)
         window = MainWindow(settings)
-        window.resize(*size)
+        if size is None:
+            screen = app.primaryScreen().availableGeometry()
+            window.setGeometry(screen)
+        else:
+            window.resize(*size)
         window.show()
         wait_for(window.adapter_ready)
         wait_for(window.result_ready, window.open_sample)
@@ -78,11 +99,14 @@ def take_screenshots(out: Path, *, spec: str = "gaussian:sigma=3", size=(1500, 9
         window.compare.setCurrentIndex(SPLIT_TAB)
         window.compare.split_view.fit()
         settle()
-        written = [out / "screenshot.png", out / "compare.png"]
+        written = [out / f"{names[0]}.png", out / f"{names[1]}.png"]
         window.grab().save(str(written[0]))
-        wait_for(window.borders_ready, lambda: window.compare.setCurrentIndex(BORDERS_TAB))
-        settle()
-        window.grab().save(str(written[1]))
+        if main_only:
+            written = written[:1]
+        else:
+            wait_for(window.borders_ready, lambda: window.compare.setCurrentIndex(BORDERS_TAB))
+            settle()
+            window.grab().save(str(written[1]))
         window.close()
         app.processEvents()
     return written
@@ -92,8 +116,37 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("docs"), help="output folder")
     parser.add_argument("--kernel", default="gaussian:sigma=3", help="kernel spec to show")
+    parser.add_argument(
+        "--size",
+        default="1500x940",
+        help="window size WxH in logical pixels, or 'screen' for the whole screen",
+    )
+    parser.add_argument("--theme", choices=("light", "dark", "auto"), default="light")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="file name stem: NAME.png (and NAME-compare.png) instead of screenshot/compare",
+    )
+    parser.add_argument("--main-only", action="store_true", help="only the main window")
     args = parser.parse_args(argv)
-    for path in take_screenshots(args.out, spec=args.kernel):
+    if args.size == "screen":
+        size = None
+    else:
+        try:
+            w, h = (int(v) for v in args.size.lower().split("x"))
+        except ValueError:
+            parser.error(f"--size {args.size!r}: expected WxH, e.g. 1366x768, or 'screen'")
+        size = (w, h)
+    names = (args.name, f"{args.name}-compare") if args.name else ("screenshot", "compare")
+    paths = take_screenshots(
+        args.out,
+        spec=args.kernel,
+        size=size,
+        theme=args.theme,
+        names=names,
+        main_only=args.main_only,
+    )
+    for path in paths:
         print(path)
     return 0
 

@@ -56,6 +56,9 @@ def window(qtbot, settings):
     win = MainWindow(settings, probe_adapter=False)
     win.strategy_combo.setCurrentText("cpu")
     qtbot.addWidget(win)
+    # The offscreen screen is 800×600: a desktop-sized window, so that the small test images
+    # show at 50 % or more (no reduced preview) as on a real screen.
+    win.resize(1280, 860)
     win.show()
     yield win
     win.runner.cancel("live")
