@@ -4,9 +4,6 @@ from a saved setting they lose only themselves, and the window still starts."""
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("PySide6")
-
 from PySide6.QtCore import QSettings
 
 from blurapp.ui.model import FilterModel
