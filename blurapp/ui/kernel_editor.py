@@ -1,5 +1,19 @@
 """The kernel grid editor: arbitrary weights in a resizable table (objectName ``kernelEditor``),
-with normalise, divisor, the mid-grey offset and JSON load/save."""
+with GIMP's Convolution Matrix options and JSON load/save.
+
+GIMP's options, point by point, and what decides the pixels for each (one :class:`FilterSpec`):
+
+- matrix and divisor: the cells hold the matrix as typed, the divisor divides it; the kernel is
+  ``matrix / divisor`` (a ``matrix:`` spec), so ``blurapp apply`` gives the same pixels;
+- normalise (persistent): the divisor is the matrix's sum (1 when it sums to 0), after every
+  edit and resize, so the weights keep summing to 1;
+- offset: 0 is the ``clamp`` range, 128 the ``offset`` range (zero is mid-grey: blurapp's
+  mid-grey is 127.5 in 8 bits, GIMP's 128, so a pixel can differ by one level); other offsets
+  have no FilterSpec field yet;
+- alpha weighting: the ``premultiply`` alpha mode (off: ``straight``);
+- border: the spec's border mode;
+- channels R, G, B, A: shown, but every channel is filtered: FilterSpec has no field for them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +25,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
+    QComboBox,
     QDoubleSpinBox,
     QGridLayout,
     QHBoxLayout,
@@ -24,6 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from blurapp.core.borders import BORDER_MODES
 from blurapp.ui.convert import signed_color
 
 MAX_GRID_SIDE = 63  # the issue asks for at least 31×31; beyond this a table is no longer usable
@@ -44,13 +60,16 @@ class KernelGridEditor(QWidget):
 
     weights_edited = Signal(object)  # np.ndarray (rows, cols)
     offset_toggled = Signal(bool)
+    alpha_weighting_toggled = Signal(bool)  # on: premultiply, off: straight
+    border_chosen = Signal(str)
     load_requested = Signal()
     save_requested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("kernelGridPanel")
-        self._weights = np.array([[1.0]])
+        self._matrix = np.array([[1.0]])  # the cells, as typed
+        self._divisor = 1.0
         self._loading = False
         self.table = QTableWidget(objectName="kernelEditor")
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ContiguousSelection)
@@ -67,14 +86,35 @@ class KernelGridEditor(QWidget):
         self.divisor = QDoubleSpinBox(
             minimum=-1e6, maximum=1e6, value=1.0, decimals=4, objectName="gridDivisor"
         )
-        self.divisor.setToolTip("Divide every weight by this number")
-        self.apply_divisor = QPushButton("Divide")
-        self.normalise = QPushButton("Normalise", objectName="gridNormalise")
-        self.normalise.setToolTip("Divide by the sum so the weights sum to 1")
-        self.offset = QCheckBox("Offset (zero = mid-grey)", objectName="gridOffset")
-        self.offset.setToolTip(
-            "Show signed results around mid-grey (range mode 'offset'), e.g. for emboss or Sobel"
+        self.divisor.setKeyboardTracking(False)
+        self.divisor.setToolTip("GIMP's divisor: the kernel is the matrix divided by it")
+        self.normalise = QCheckBox("Normalise", objectName="gridNormalise")
+        self.normalise.setToolTip(
+            "Keep the divisor at the matrix's sum, so the weights sum to 1 after every edit "
+            "and resize (GIMP's Normalise)"
         )
+        self.offset = QCheckBox("Offset 128 (zero = mid-grey)", objectName="gridOffset")
+        self.offset.setToolTip(
+            "GIMP's offset 128: signed results around mid-grey (range mode 'offset'), e.g. for "
+            "emboss or Sobel; off: offset 0 (range 'clamp')"
+        )
+        self.alpha_weighting = QCheckBox("Alpha weighting", objectName="gridAlphaWeighting")
+        self.alpha_weighting.setToolTip(
+            "Weight colours by alpha (premultiplied), as GIMP's Alpha-weighting; off: straight"
+        )
+        self.border = QComboBox(objectName="gridBorder")
+        self.border.addItems(list(BORDER_MODES))
+        self.border.setToolTip("How the image extends beyond its edges (GIMP's Border)")
+        self.channels = {}
+        for name in "RGBA":
+            box = QCheckBox(name, objectName=f"gridChannel{name}")
+            box.setChecked(True)
+            box.setEnabled(False)
+            box.setToolTip(
+                "Every channel is filtered: choosing channels needs a FilterSpec field that "
+                "blurapp does not have yet"
+            )
+            self.channels[name] = box
         self.load = QPushButton("Load JSON…")
         self.save = QPushButton("Save JSON…")
         self.note = QLabel()
@@ -89,12 +129,21 @@ class KernelGridEditor(QWidget):
         size_row.addStretch(1)
         size_row.addWidget(self.sum_label)
         ops = QGridLayout()
-        ops.addWidget(self.normalise, 0, 0)
+        ops.addWidget(QLabel("Divisor"), 0, 0)
         ops.addWidget(self.divisor, 0, 1)
-        ops.addWidget(self.apply_divisor, 0, 2)
+        ops.addWidget(self.normalise, 0, 2)
         ops.addWidget(self.offset, 1, 0, 1, 3)
-        ops.addWidget(self.load, 2, 0)
-        ops.addWidget(self.save, 2, 1)
+        ops.addWidget(QLabel("Border"), 2, 0)
+        ops.addWidget(self.border, 2, 1)
+        ops.addWidget(self.alpha_weighting, 2, 2)
+        channels = QHBoxLayout()
+        channels.addWidget(QLabel("Channels"))
+        for box in self.channels.values():
+            channels.addWidget(box)
+        channels.addStretch(1)
+        ops.addLayout(channels, 3, 0, 1, 3)
+        ops.addWidget(self.load, 4, 0)
+        ops.addWidget(self.save, 4, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(size_row)
         layout.addWidget(self.table, 1)
@@ -104,21 +153,48 @@ class KernelGridEditor(QWidget):
         self.table.itemChanged.connect(self._cell_edited)
         self.cols.valueChanged.connect(self._resize)
         self.rows.valueChanged.connect(self._resize)
-        self.normalise.clicked.connect(self._normalise)
-        self.apply_divisor.clicked.connect(self._divide)
+        self.normalise.toggled.connect(self._normalise_toggled)
+        self.divisor.valueChanged.connect(self._divisor_changed)
         self.offset.toggled.connect(self.offset_toggled)
+        self.alpha_weighting.toggled.connect(self.alpha_weighting_toggled)
+        self.border.currentTextChanged.connect(self.border_chosen)
         self.load.clicked.connect(self.load_requested)
         self.save.clicked.connect(self.save_requested)
 
     # ---- showing -------------------------------------------------------------------------
     def weights(self) -> np.ndarray:
-        return self._weights.copy()
+        """The kernel: the matrix divided by the divisor."""
+        return self._matrix / self._divisor
+
+    def matrix(self) -> np.ndarray:
+        return self._matrix.copy()
+
+    def show_settings(self, *, offset: bool, alpha_weighting: bool, border: str) -> None:
+        """Show the spec's range, alpha and border in GIMP's terms (no signal)."""
+        for box, on in ((self.offset, offset), (self.alpha_weighting, alpha_weighting)):
+            box.blockSignals(True)
+            box.setChecked(on)
+            box.blockSignals(False)
+        self.border.blockSignals(True)
+        if self.border.findText(border) < 0:
+            self.border.addItem(border)
+        self.border.setCurrentText(border)
+        self.border.blockSignals(False)
 
     def set_weights(self, weights: np.ndarray) -> None:
-        """Show a kernel's weights (no signal); kernels above the grid limit are read-only."""
+        """Show a kernel's weights (no signal); kernels above the grid limit are read-only.
+
+        The kernel this editor made (matrix / divisor) keeps its matrix and divisor; any other
+        becomes the matrix, with divisor 1."""
         weights = np.asarray(weights, dtype=np.float64)
-        rows, cols = weights.shape
-        self._weights = weights.copy()
+        mine = self._matrix.shape == weights.shape and np.array_equal(self.weights(), weights)
+        if not mine:
+            self._matrix, self._divisor = weights.copy(), 1.0
+        self._show()
+
+    def _show(self) -> None:
+        matrix = self._matrix
+        rows, cols = matrix.shape
         editable = rows <= MAX_GRID_SIDE and cols <= MAX_GRID_SIDE
         self.table.setEnabled(editable)
         self._loading = True
@@ -127,6 +203,11 @@ class KernelGridEditor(QWidget):
                 box.blockSignals(True)
                 box.setValue(min(n, MAX_GRID_SIDE))
                 box.blockSignals(False)
+            self.divisor.blockSignals(True)
+            self.divisor.setValue(self._divisor)
+            self.divisor.blockSignals(False)
+            self.divisor.setEnabled(not self.normalise.isChecked())
+            self.sum_label.setText(f"sum {self.weights().sum():.6g}")
             if not editable:
                 self.table.setRowCount(0)
                 self.table.setColumnCount(0)
@@ -134,19 +215,24 @@ class KernelGridEditor(QWidget):
                     f"{cols}×{rows} is larger than the {MAX_GRID_SIDE}×{MAX_GRID_SIDE} grid: "
                     "edit it as a spec or a JSON file."
                 )
-                self.sum_label.setText(f"sum {weights.sum():.6g}")
                 return
             self.note.clear()
             self.table.setRowCount(rows)
             self.table.setColumnCount(cols)
             self.table.setHorizontalHeaderLabels([str(c - cols // 2) for c in range(cols)])
             self.table.setVerticalHeaderLabels([str(r - rows // 2) for r in range(rows)])
-            vmax = float(np.abs(weights).max()) or 1.0
+            vmax = float(np.abs(matrix).max()) or 1.0
+            texts = [[_cell_text(v) for v in row] for row in matrix]
+            # Columns as wide as the longest value: 4.47e-08 is shown whole, never "4.47…".
+            metrics = self.table.fontMetrics()
+            widest = max(metrics.horizontalAdvance(t) for row in texts for t in row)
+            self.table.horizontalHeader().setDefaultSectionSize(max(CELL_PX, widest + 14))
             for r in range(rows):
                 for c in range(cols):
-                    item = QTableWidgetItem(_cell_text(weights[r, c]))
+                    item = QTableWidgetItem(texts[r][c])
                     item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                    tint = signed_color(0.35 * weights[r, c] / vmax)
+                    item.setToolTip(repr(float(matrix[r, c])))
+                    tint = signed_color(0.35 * matrix[r, c] / vmax)
                     item.setBackground(tint)
                     item.setForeground(QColor(20, 20, 20))
                     if (r, c) == (rows // 2, cols // 2):
@@ -154,7 +240,6 @@ class KernelGridEditor(QWidget):
                         font.setBold(True)
                         item.setFont(font)
                     self.table.setItem(r, c, item)
-            self.sum_label.setText(f"sum {weights.sum():.6g}")
         finally:
             self._loading = False
 
@@ -169,13 +254,22 @@ class KernelGridEditor(QWidget):
                 raise ValueError
         except ValueError:
             self._loading = True
-            item.setText(_cell_text(self._weights[r, c]))
+            item.setText(_cell_text(self._matrix[r, c]))
             self._loading = False
             self.note.setText(f"{item.text()!r} is not a number; the cell was reset.")
             return
-        weights = self._weights.copy()
-        weights[r, c] = value
-        self._emit(weights)
+        matrix = self._matrix.copy()
+        matrix[r, c] = value
+        self._emit(matrix)
+
+    def set_matrix(self, matrix: np.ndarray, divisor: float | None = None) -> None:
+        """Set the whole matrix (and the divisor) as if the user typed it: emits
+        :attr:`weights_edited` (with normalise on, the divisor becomes the sum)."""
+        if divisor is not None:
+            if divisor == 0:
+                raise ValueError("the divisor cannot be 0")
+            self._divisor = float(divisor)
+        self._emit(np.asarray(matrix, dtype=np.float64))
 
     def set_cell(self, row: int, col: int, value: float) -> None:
         """Set one weight as if the user typed it (emits :attr:`weights_edited`)."""
@@ -184,7 +278,7 @@ class KernelGridEditor(QWidget):
     def _resize(self, *_args: object) -> None:
         """Grow or shrink around the centre, so the anchor stays on the same weight."""
         rows, cols = self.rows.value(), self.cols.value()
-        old = self._weights
+        old = self._matrix
         new = np.zeros((rows, cols))
         orr, occ = old.shape[0] // 2, old.shape[1] // 2
         nr, nc = rows // 2, cols // 2
@@ -197,20 +291,29 @@ class KernelGridEditor(QWidget):
             new[nr, nc] = 1.0
         self._emit(new)
 
-    def _normalise(self) -> None:
-        total = float(self._weights.sum())
-        if abs(total) <= 1e-12 * max(1.0, float(np.abs(self._weights).sum())):
-            self.note.setText("The weights sum to 0 (a derivative kernel): nothing to normalise.")
-            return
-        self._emit(self._weights / total)
+    def _normalise_toggled(self, on: bool) -> None:
+        self.divisor.setEnabled(not on)
+        if on:
+            self._emit(self._matrix)
 
-    def _divide(self) -> None:
-        d = self.divisor.value()
-        if d == 0:
+    def _divisor_changed(self, value: float) -> None:
+        if self._loading:
+            return
+        if value == 0:
             self.note.setText("The divisor cannot be 0.")
             return
-        self._emit(self._weights / d)
+        self._divisor = float(value)
+        self._emit(self._matrix)
 
-    def _emit(self, weights: np.ndarray) -> None:
-        self.set_weights(weights)
-        self.weights_edited.emit(weights)
+    def _emit(self, matrix: np.ndarray) -> None:
+        """Show ``matrix`` and announce the kernel it makes (with normalise on, the divisor is
+        its sum first: GIMP's rule)."""
+        self._matrix = np.asarray(matrix, dtype=np.float64)
+        if self.normalise.isChecked():
+            total = float(self._matrix.sum())
+            scale = max(1.0, float(np.abs(self._matrix).sum()))
+            self._divisor = total if abs(total) > 1e-12 * scale else 1.0
+        self._show()
+        if self.normalise.isChecked() and self._divisor == 1.0 and self._matrix.sum() == 0:
+            self.note.setText("The matrix sums to 0: divisor 1; offset 128 shows it.")
+        self.weights_edited.emit(self.weights())

@@ -143,6 +143,7 @@ class MainWindow(QMainWindow):
         self._connect()
         restore_layout(self, self.settings, self.kernel_dock, self.timing_dock)
         self._show_kernel(self.model.kernel)
+        self._spec_shown_in_grid(self.model.spec)
         self.runner.finished.connect(self._job_finished)
         self.runner.failed.connect(self._job_failed)
         self.runner.progress.connect(self._job_progress)
@@ -262,6 +263,10 @@ class MainWindow(QMainWindow):
         self.designer.spec_edited.connect(self.request_spec)
         self.grid_editor.weights_edited.connect(self._grid_edited)
         self.grid_editor.offset_toggled.connect(self._offset_toggled)
+        self.grid_editor.alpha_weighting_toggled.connect(
+            lambda on: self.model.set_alpha("premultiply" if on else "straight")
+        )
+        self.grid_editor.border_chosen.connect(self.model.set_border)
         self.grid_editor.load_requested.connect(self.files.load_kernel_dialog)
         self.grid_editor.save_requested.connect(self.files.save_kernel_dialog)
         self.compare.currentChanged.connect(lambda _i: self._maybe_run_comparisons())
@@ -460,15 +465,19 @@ class MainWindow(QMainWindow):
         elif self.model.spec.range_mode == "offset":
             self.model.set_range("clamp")
 
+    def _spec_shown_in_grid(self, spec: FilterSpec) -> None:
+        self.grid_editor.show_settings(
+            offset=spec.range_mode == "offset",
+            alpha_weighting=spec.alpha == "premultiply",
+            border=spec.border.name,
+        )
+
     # ------------------------------------------------------------------------------ running
     def _spec_changed(self, spec: FilterSpec) -> None:
         self._record_spec(spec)
         if spec.kernel != self._shown_kernel:
             self._show_kernel(spec.kernel)
-        offset = self.grid_editor.offset
-        offset.blockSignals(True)
-        offset.setChecked(spec.range_mode == "offset")
-        offset.blockSignals(False)
+        self._spec_shown_in_grid(spec)
         store_spec(self.settings, spec)
         self._invalidate()
 
