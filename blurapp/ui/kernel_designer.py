@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -26,7 +27,13 @@ from PySide6.QtWidgets import (
 
 from blurapp.core.errors import KernelSpecError
 from blurapp.core.kernel import Kernel
-from blurapp.core.kernel_families import FAMILY_PARAMS, FamilyParam, format_spec, spec_params
+from blurapp.core.kernel_families import (
+    FAMILY_PARAMS,
+    FamilyParam,
+    format_spec,
+    matrix_spec,
+    spec_params,
+)
 
 TYPING_DEBOUNCE_MS = 300
 # Left to the spec field: truncate= says what radius= says, in sigmas.
@@ -112,8 +119,28 @@ class KernelDesigner(QWidget):
         self.error.setWordWrap(True)
         self.error.setStyleSheet("color: #b2182b;")
         self.error.hide()
-        self.matrix_hint = QLabel("Edit the weights in the Grid tab.")
-        self.matrix_hint.setStyleSheet("color: palette(mid);")
+        self.matrix_hint = QWidget()
+        column = QVBoxLayout(self.matrix_hint)
+        column.setContentsMargins(0, 0, 0, 0)
+        note = QLabel("Edit the weights in the Grid tab.")
+        note.setStyleSheet("color: palette(mid);")
+        column.addWidget(note)
+        hint = QHBoxLayout()
+        column.addLayout(hint)
+        start = QLabel("Start from")
+        # GIMP's Convolution Matrix starts from what is there or from the identity.
+        self.from_current = QPushButton("these weights", objectName="matrixFromCurrent")
+        self.from_current.setToolTip("The current kernel's weights as a matrix")
+        self.from_identity = QPushButton("identity", objectName="matrixFromIdentity")
+        self.from_identity.setToolTip("A 3×3 identity matrix (the image unchanged)")
+        for widget in (start, self.from_current, self.from_identity):
+            hint.addWidget(widget)
+        hint.addStretch(1)
+        self.from_current.clicked.connect(self._matrix_from_current)
+        self.from_identity.clicked.connect(
+            lambda: self.spec_edited.emit("matrix:3x3:0,0,0,0,1,0,0,0,0", "params")
+        )
+        self._kernel: Kernel | None = None
 
         self.form = QFormLayout()
         self.form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -265,6 +292,11 @@ class KernelDesigner(QWidget):
         if not self._syncing and self.family.currentText() != "matrix":
             self.spec_edited.emit(self.build_spec(), "params")
 
+    def _matrix_from_current(self) -> None:
+        """The current kernel's exact weights as a ``matrix:`` spec (the grid edits them)."""
+        if self._kernel is not None:
+            self.spec_edited.emit(matrix_spec(self._kernel.weights), "params")
+
     def _emit_typed(self) -> None:
         self.spec_edited.emit(self.spec.text(), "typed")
 
@@ -278,6 +310,7 @@ class KernelDesigner(QWidget):
         self.error.hide()
         self.error.clear()
         self.spec.setStyleSheet("")
+        self._kernel = kernel
         self._syncing = True
         try:
             if set_text and self.spec.text() != kernel.spec:

@@ -86,3 +86,25 @@ def test_specs_are_read_with_cores_parser(designer) -> None:
     assert (designer.family.currentText(), designer.radius.value()) == ("log", 6)
     designer.show_kernel(Kernel.from_weights([[1.0, 2.0]]))
     assert designer.family.currentText() == "matrix"
+
+
+def test_the_matrix_family_starts_from_the_weights_or_the_identity(qtbot) -> None:
+    """GIMP's Convolution Matrix: the current kernel's exact weights, or the identity."""
+    import numpy as np
+
+    from blurapp.core.kernel import Kernel
+    from blurapp.ui.kernel_designer import KernelDesigner
+
+    designer = KernelDesigner()
+    qtbot.addWidget(designer)
+    gaussian = Kernel.parse("gaussian:sigma=1")
+    designer.show_kernel(gaussian)
+    designer.family.setCurrentText("matrix")
+    with qtbot.waitSignal(designer.spec_edited) as sent:
+        designer.from_current.click()
+    spec, source = sent.args
+    assert spec.startswith("matrix:9x9:") and source == "params"
+    np.testing.assert_array_equal(Kernel.parse(spec).weights, gaussian.weights)
+    with qtbot.waitSignal(designer.spec_edited) as sent:
+        designer.from_identity.click()
+    assert Kernel.parse(sent.args[0]).weights.tolist() == [[0, 0, 0], [0, 1, 0], [0, 0, 0]]
