@@ -67,9 +67,19 @@ class SetKernelCommand(QUndoCommand):
 
     ID = 1
 
-    def __init__(self, target: KernelTarget, old: Kernel, new: Kernel, source: str) -> None:
+    def __init__(
+        self,
+        target: KernelTarget,
+        old: Kernel,
+        new: Kernel,
+        source: str,
+        before: FilterSpec | None = None,
+    ) -> None:
         super().__init__(f"kernel {new.spec if len(new.spec) < 40 else new.name}")
         self.target, self.old, self.new, self.source = target, old, new, source
+        # The whole spec before the edit: a kernel the strategy cannot run moves the strategy
+        # to auto, and undo must bring the strategy back with the kernel.
+        self.before = before
         self.stamp = time.monotonic()
         self._first = True
 
@@ -93,7 +103,10 @@ class SetKernelCommand(QUndoCommand):
         self._first = False
 
     def undo(self) -> None:
-        self.target.apply_kernel(self.old, set_text=True)
+        if self.before is not None and hasattr(self.target, "apply_spec"):
+            self.target.apply_spec(self.before)  # type: ignore[attr-defined]
+        else:
+            self.target.apply_kernel(self.old, set_text=True)
 
 
 class SetSpecCommand(QUndoCommand):

@@ -379,7 +379,9 @@ class MainWindow(QMainWindow):
         """Make ``kernel`` current as one undoable step."""
         if kernel == self.model.kernel:
             return
-        self.undo_stack.push(SetKernelCommand(self, self.model.kernel, kernel, source))
+        self.undo_stack.push(
+            SetKernelCommand(self, self.model.kernel, kernel, source, before=self.model.spec)
+        )
 
     def apply_kernel(self, kernel: Kernel, *, set_text: bool = True) -> None:
         """Hand ``kernel`` to the model (the undo commands call this); ``set_text=False`` leaves

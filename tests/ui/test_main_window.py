@@ -177,6 +177,13 @@ def test_a_kernel_the_strategy_cannot_run_moves_it_to_auto(qtbot, window, small_
     assert window.model.spec.strategy == "auto"
     assert window.strategy_combo.currentText() == "auto"
     assert "separable" in window.statusBar().currentMessage()
+    # Undo brings back the kernel and the strategy it moved.
+    before = window.model.kernel
+    window.undo_stack.undo()
+    assert window.model.kernel != before and window.model.spec.strategy == "separable"
+    assert window.strategy_combo.currentText() == "separable"
+    window.undo_stack.redo()
+    assert window.model.kernel == before and window.model.spec.strategy == "auto"
 
 
 def test_run_box_controls_write_the_model_and_show_it(qtbot, window, small_image) -> None:
