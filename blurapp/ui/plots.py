@@ -373,12 +373,25 @@ class TimingPlot(QWidget):
             if series.strategy not in legend:
                 legend.append(series.strategy)
         p.setBrush(Qt.BrushStyle.NoBrush)
+        metrics = p.fontMetrics()
+        gap = 14
+        room = max(0.0, self.width() - legend_x - 2)
+        # A narrow plot (a 200 % screen) elides each name to an equal share rather than
+        # cutting the last ones off at the edge.
+        share = None
+        if sum(metrics.horizontalAdvance(n) + gap for n in legend) > room and legend:
+            gap = 6
+            share = max(8, int(room / len(legend)) - gap)
         for strategy in legend:
+            shown = strategy
+            if share is not None:
+                shown = metrics.elidedText(strategy, Qt.TextElideMode.ElideRight, share)
             p.setPen(strategy_color(strategy, colors.background))
+            width = metrics.horizontalAdvance(shown)
             p.drawText(
-                QRectF(legend_x, bottom + 3, 120, line_h), Qt.AlignmentFlag.AlignLeft, strategy
+                QRectF(legend_x, bottom + 3, width + 2, line_h), Qt.AlignmentFlag.AlignLeft, shown
             )
-            legend_x += p.fontMetrics().horizontalAdvance(strategy) + 14
+            legend_x += width + gap
         if self.log_axis():  # said over the time labels, clear of the legend and the groups
             p.setPen(colors.axis)
             p.drawText(QRectF(0, 2, left - 4, line_h), Qt.AlignmentFlag.AlignRight, "log")
