@@ -40,9 +40,18 @@ from blurapp.core.errors import KernelSpecError
 from blurapp.core.kernel_families import MAX_KERNEL_SIDE, format_number
 
 if TYPE_CHECKING:
+    from blurapp.core.filterspec import FilterSpec
     from blurapp.core.kernel import Kernel
 
-__all__ = ["ImKernel", "anchored_weights", "build_im", "im_string", "near_miss", "parse_im"]
+__all__ = [
+    "ImKernel",
+    "anchored_weights",
+    "build_im",
+    "im_string",
+    "magick_argv",
+    "near_miss",
+    "parse_im",
+]
 
 # ImageMagick 6 constants (magick-type.h, image-private.h), Q16 build.
 _EPSILON = 1.0e-12
@@ -910,3 +919,49 @@ def near_miss(error: KernelSpecError, text: str) -> KernelSpecError:
     equivalent = _blurapp_equivalent(text, k)
     hint = f"{k.canonical} (ImageMagick)" + (f" or {equivalent}" if equivalent else "")
     return KernelSpecError(f"{error}; did you mean {hint}?")
+
+
+# blurapp border -> ImageMagick -virtual-pixel (mirror, OpenCV's REFLECT_101, has none).
+_VIRTUAL_PIXEL = {"clamp": "Edge", "reflect": "Mirror", "wrap": "Tile"}
+
+
+def magick_argv(spec: FilterSpec) -> tuple[list[str] | None, str]:
+    """The ImageMagick options that filter as ``spec`` does, or ``None`` and why not.
+
+    The kernel is :func:`im_string`'s, applied with ``-morphology Correlate`` (``Convolve`` for
+    ``--convolve``), the border as ``-virtual-pixel``, ``--range offset`` as
+    ``-define convolve:bias=50%``, linear light as ``-colorspace RGB`` before and ``sRGB``
+    after. ImageMagick rounds through its own quantum (16 bits here), so its 8-bit pixels may
+    differ from blurapp's by a level; images with alpha are filtered its own way.
+
+    Returns:
+        ``(options, note)``: the options between the input and output file names (``None``
+        when no ImageMagick options do the same), and a one-line note on what to expect.
+    """
+    border = spec.border.name
+    if spec.border.mode.name == "CONSTANT":
+        grey = f"gray({spec.border.value * 100:g}%)"
+        where = ["-virtual-pixel", "Background", "-background", grey]
+        if not 0.0 <= spec.border.value <= 1.0:
+            return None, f"ImageMagick has no border value {spec.border.value:g} outside 0..1"
+    elif border in _VIRTUAL_PIXEL:
+        where = ["-virtual-pixel", _VIRTUAL_PIXEL[border]]
+    else:
+        return None, f"ImageMagick has no {border} border (OpenCV's BORDER_REFLECT_101)"
+    if spec.range_mode not in ("clamp", "offset"):
+        return None, f"ImageMagick has no --range {spec.range_mode}"
+    if spec.dtype is not None:
+        return None, "the output type is set by ImageMagick's -depth and format instead"
+    argv = list(where)
+    if spec.linear:
+        argv += ["-colorspace", "RGB"]
+    if spec.range_mode == "offset":
+        argv += ["-define", "convolve:bias=50%"]
+    method = "Convolve" if spec.convolve else "Correlate"
+    argv += ["-morphology", method, im_string(spec.kernel)]
+    if spec.linear:
+        argv += ["-colorspace", "sRGB"]
+    note = (
+        "within a level of blurapp's 8-bit pixels; images with alpha are filtered ImageMagick's way"
+    )
+    return argv, note

@@ -780,10 +780,26 @@ class MainWindow(QMainWindow):
         out = src.with_name(f"{src.stem}_filtered{src.suffix or '.png'}")
         return shlex.join(["blurapp", "apply", str(src), "-o", str(out), *self.spec.to_argv()])
 
+    def magick_command(self) -> tuple[str | None, str]:
+        """The ImageMagick command closest to the current result, or ``None``, and a note on
+        what to expect (:func:`blurapp.core.im_kernels.magick_argv`)."""
+        from blurapp.core.im_kernels import magick_argv
+
+        argv, note = magick_argv(self.spec)
+        if argv is None:
+            return None, note
+        src = self.model.image_path or sample_path()
+        out = src.with_name(f"{src.stem}_magick{src.suffix or '.png'}")
+        return shlex.join(["magick", str(src), *argv, str(out)]), note
+
     def export_cli(self) -> str:
+        """Copy the ``blurapp apply`` command to the clipboard, and ImageMagick's next to it
+        (on a second line, as a comment) where its options can do the same."""
         self.designer.flush()  # what is typed is what is exported
         command = self.cli_command()
-        QApplication.clipboard().setText(command)
+        magick, note = self.magick_command()
+        text = command if magick is None else f"{command}\n# ImageMagick ({note}):\n{magick}"
+        QApplication.clipboard().setText(text)
         self.show_status(f"Copied: {command}", 8000)
         return command
 

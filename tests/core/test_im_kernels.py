@@ -254,3 +254,48 @@ def test_im_string_of_an_anchored_im_kernel_keeps_imagemagicks_origin() -> None:
     k = Kernel.parse("im:3x3+0+0: 1,2,3 4,nan,6 7,8,9")
     assert im_string(k) == "3x3+0+0: 1,2,3 4,nan,6 7,8,9"
     np.testing.assert_array_equal(anchored_weights(parse_im(im_string(k))), k.weights)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"kernel": "sobel:x", "border": "reflect", "range_mode": "offset"},
+         ["-virtual-pixel", "Mirror", "-define", "convolve:bias=50%", "-morphology", "Correlate",
+          "Sobel:180"]),
+        ({"kernel": "emboss", "border": "constant=0.25", "convolve": True},
+         ["-virtual-pixel", "Background", "-background", "gray(25%)", "-morphology", "Convolve",
+          "3x3: -2,-1,0 -1,1,1 0,1,2"]),
+        ({"kernel": "box:3", "border": "wrap", "linear": True},
+         ["-virtual-pixel", "Tile", "-colorspace", "RGB", "-morphology", "Correlate", None,
+          "-colorspace", "sRGB"]),
+    ],
+)  # fmt: skip
+def test_magick_options_for_a_spec(kwargs, expected) -> None:
+    """The ImageMagick line beside Export CLI's (checked against ImageMagick 6.9.11 by hand:
+    within a level of blurapp's pixels; the tests do not need ImageMagick)."""
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.core.im_kernels import magick_argv
+
+    argv, note = magick_argv(FilterSpec.create(**kwargs))
+    assert argv is not None and "within a level" in note
+    assert len(argv) == len(expected)
+    for got, want in zip(argv, expected, strict=True):
+        if want is not None:
+            assert got == want
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "why"),
+    [
+        ({"border": "mirror"}, "REFLECT_101"),
+        ({"range_mode": "abs"}, "--range abs"),
+        ({"dtype": "uint16"}, "-depth"),
+        ({"border": "constant=2"}, "outside 0..1"),
+    ],
+)
+def test_no_magick_options_where_imagemagick_cannot(kwargs, why) -> None:
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.core.im_kernels import magick_argv
+
+    argv, note = magick_argv(FilterSpec.create("box:3", **kwargs))
+    assert argv is None and why in note

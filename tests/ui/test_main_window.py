@@ -347,7 +347,17 @@ def test_export_cli_reproduces_the_settings(qtbot, window, small_image) -> None:
     assert args[args.index("--border") + 1] == "wrap"
     assert args[args.index("--strategy") + 1] == "cpu"
     assert FilterSpec.from_argv(args[5:]) == window.model.spec
-    assert QApplication.clipboard().text() == command
+    # ImageMagick's line comes next to it, where its options can do the same (wrap: Tile).
+    copied = QApplication.clipboard().text().splitlines()
+    assert copied[0] == command and copied[1].startswith("# ImageMagick (within a level")
+    magick = shlex.split(copied[2])
+    assert magick[0] == "magick" and magick[magick.index("-virtual-pixel") + 1] == "Tile"
+    assert magick[magick.index("Correlate") + 1].startswith("9x")
+    # A mirror border has no ImageMagick equivalent: blurapp's line alone.
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.border_combo.setCurrentText("mirror")
+    assert QApplication.clipboard().text() != window.export_cli()
+    assert QApplication.clipboard().text() == window.export_cli()
 
 
 def test_run_gui_opens_the_sample(qtbot, monkeypatch) -> None:
