@@ -295,15 +295,37 @@ def finish(filtered: Filtered, *, bounds: tuple[float, float] | None = None) -> 
     ``bounds``: the whole image's finite (min, max) for ``--range normalize`` when
     ``filtered`` is one tile of it.
     """
-    if filtered.final:
-        return filtered.y
     p = filtered.prepared
-    y = finish_floats(filtered)
-    if y.dtype == np.float32 and p.out_dtype.kind == "u" and p.spec.range_mode == "clamp":
-        return _quantise_f32(y, p.out_dtype, p.squeeze)
-    return from_float(
-        y, p.out_dtype, range_mode=p.spec.range_mode, squeeze=p.squeeze, bounds=bounds
-    )
+    if filtered.final:
+        out = filtered.y
+    else:
+        y = finish_floats(filtered)
+        if y.dtype == np.float32 and p.out_dtype.kind == "u" and p.spec.range_mode == "clamp":
+            out = _quantise_f32(y, p.out_dtype, p.squeeze)
+        else:
+            out = from_float(
+                y, p.out_dtype, range_mode=p.spec.range_mode, squeeze=p.squeeze, bounds=bounds
+            )
+    return _keep_channels(out, p)
+
+
+def _keep_channels(out: np.ndarray, p: Prepared) -> np.ndarray:
+    """``out`` with the channels the spec does not filter (``--channels``) copied from the
+    input, in the output's type (GIMP's channel toggles)."""
+    spec, source = p.spec, p.source
+    channels = _channels(source)
+    kept = [c for c in range(channels) if not spec.filters_channel(c, channels)]
+    if not kept:
+        return out
+    if source.dtype == p.out_dtype:
+        stored = source
+    else:  # the input's values in the output's type, as apply converts a file's pixels
+        stored = from_float(to_float(source), p.out_dtype, squeeze=source.ndim == 2)
+    if out.ndim == 2:
+        return np.array(stored, copy=True)
+    out = np.array(out, copy=True) if not out.flags.writeable else out
+    out[..., kept] = stored[..., kept]
+    return out
 
 
 def filter_pixels(

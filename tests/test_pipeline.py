@@ -274,3 +274,25 @@ def test_at_the_texture_limit_and_one_pixel_over(gpu) -> None:
         assert ("tiles" in got.reason) == (width > side)
         want = correlate(image, "box:3", "mirror")
         assert np.abs(got.image.astype(int) - want.astype(int)).max() <= 1
+
+
+@pytest.mark.parametrize("strategy", ["cpu", pytest.param("auto", marks=pytest.mark.gpu)])
+def test_channels_not_chosen_are_copied_from_the_input(request, strategy) -> None:
+    """GIMP's channel toggles: --channels rgb keeps alpha as it was and filters the colour as
+    the full filter does; in tiles too; a 16-bit input to 8 bits converts the kept channels
+    as apply converts pixels."""
+    if strategy != "cpu":
+        request.getfixturevalue("gpu")
+    rng = np.random.default_rng(12)
+    image = rng.integers(0, 256, (23, 31, 4)).astype(np.uint8)
+    full = filter_pixels(image, FilterSpec.create("box:5", strategy=strategy)).image
+    spec = FilterSpec.create("box:5", strategy=strategy, channels="rgb")
+    for side in (None, 12):
+        got = filter_pixels(image, spec, max_tile_side=side).image
+        np.testing.assert_array_equal(got[..., 3], image[..., 3])
+        np.testing.assert_array_equal(got[..., :3], full[..., :3])
+    wide = rng.integers(0, 65536, (9, 8, 3)).astype(np.uint16)
+    got = filter_pixels(wide, FilterSpec.create("box:3", strategy=strategy, channels="g"),
+                        dtype=np.uint8).image  # fmt: skip
+    kept = np.rint(wide[..., [0, 2]] / 65535 * 255).astype(np.uint8)
+    np.testing.assert_array_equal(got[..., [0, 2]], kept)

@@ -58,6 +58,9 @@ class FilterSpec:
             (:mod:`blurapp.core.lowrank`), for strategies that take one (``lowrank``, and
             ``auto`` when it picks lowrank); ``None``: the default, half an 8-bit step.
             Always ``None`` for the others.
+        channels: the channels filtered, as letters of ``rgba`` (GIMP's channel toggles:
+            ``rgb`` keeps alpha as it is); the others are copied from the input. ``None``:
+            all. A grey image's one colour channel is filtered when any of r, g, b is.
     """
 
     kernel: Kernel
@@ -70,6 +73,7 @@ class FilterSpec:
     linear: bool = False
     dtype: str | None = None
     tolerance: float | None = None
+    channels: str | None = None
 
     @classmethod
     def create(
@@ -85,6 +89,7 @@ class FilterSpec:
         linear: bool = False,
         dtype: str | np.dtype | type | None = None,
         tolerance: float | None = None,
+        channels: str | None = None,
     ) -> FilterSpec:
         """A checked spec; every bad value is a :class:`UsageError` naming it (exit 2).
 
@@ -126,7 +131,7 @@ class FilterSpec:
                 raise UsageError(f"unknown output pixel type {dtype!r}; valid: {', '.join(DTYPES)}")
         return cls(
             k, Border.parse(border), strategy, tile, bool(convolve), range_mode, alpha,
-            bool(linear), name, tol,
+            bool(linear), name, tol, _check_channels(channels),
         )  # fmt: skip
 
     def replace(self, **changes: Any) -> FilterSpec:
@@ -173,7 +178,20 @@ class FilterSpec:
             argv += ["--dtype", self.dtype]
         if self.tolerance is not None:
             argv += ["--tolerance", repr(self.tolerance)]
+        if self.channels is not None:
+            argv += ["--channels", self.channels]
         return argv
+
+    def filters_channel(self, index: int, channels: int) -> bool:
+        """Whether channel ``index`` of an image with ``channels`` channels is filtered (the
+        last of 2 or 4 is alpha; a grey image's first is its colour)."""
+        if self.channels is None:
+            return True
+        if channels in (2, 4) and index == channels - 1:
+            return "a" in self.channels
+        if channels <= 2:
+            return any(c in self.channels for c in "rgb")
+        return "rgb"[index] in self.channels
 
     @classmethod
     def from_namespace(cls, args: argparse.Namespace) -> FilterSpec:
@@ -189,6 +207,7 @@ class FilterSpec:
             linear=args.linear,
             dtype=args.dtype,
             tolerance=args.tolerance,
+            channels=args.channels,
         )
 
     @classmethod
@@ -197,6 +216,19 @@ class FilterSpec:
         parser = _RaisingParser(prog="blurapp", add_help=False)
         add_filter_arguments(parser)
         return cls.from_namespace(parser.parse_args(list(argv)))
+
+
+def _check_channels(channels: str | None) -> str | None:
+    """``channels`` in canonical order (``None`` for all), or a UsageError naming it."""
+    if channels is None:
+        return None
+    text = str(channels).strip().lower()
+    if not text or any(c not in "rgba" for c in text) or len(set(text)) != len(text):
+        raise UsageError(
+            f"channels must be letters of rgba, each at most once (e.g. rgb), not {channels!r}"
+        )
+    ordered = "".join(c for c in "rgba" if c in text)
+    return None if ordered == "rgba" else ordered
 
 
 class _RaisingParser(argparse.ArgumentParser):
@@ -262,6 +294,12 @@ def add_filter_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -
         "output format holds it)",
     )
     add_tolerance_argument(p)
+    p.add_argument(
+        "--channels",
+        metavar="RGBA",
+        help="filter only these channels, e.g. rgb (alpha kept) or a; the others are copied "
+        "from the input (default: all)",
+    )
 
 
 def add_tolerance_argument(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:

@@ -12,7 +12,7 @@ GIMP's options, point by point, and what decides the pixels for each (one :class
   have no FilterSpec field yet;
 - alpha weighting: the ``premultiply`` alpha mode (off: ``straight``);
 - border: the spec's border mode;
-- channels R, G, B, A: shown, but every channel is filtered: FilterSpec has no field for them.
+- channels R, G, B, A: the spec's ``channels`` (unchecked ones are copied from the input).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class KernelGridEditor(QWidget):
     offset_toggled = Signal(bool)
     alpha_weighting_toggled = Signal(bool)  # on: premultiply, off: straight
     border_chosen = Signal(str)
+    channels_chosen = Signal(object)  # letters of "rgba" to filter, or None for all
     load_requested = Signal()
     save_requested = Signal()
 
@@ -109,11 +110,11 @@ class KernelGridEditor(QWidget):
         for name in "RGBA":
             box = QCheckBox(name, objectName=f"gridChannel{name}")
             box.setChecked(True)
-            box.setEnabled(False)
             box.setToolTip(
-                "Every channel is filtered: choosing channels needs a FilterSpec field that "
-                "blurapp does not have yet"
+                f"Filter the {name} channel (GIMP's channel toggles); unchecked, it is copied "
+                "from the input. A grey image's colour follows R, G and B."
             )
+            box.toggled.connect(self._channels_toggled)
             self.channels[name] = box
         self.load = QPushButton("Load JSON…")
         self.save = QPushButton("Save JSON…")
@@ -171,9 +172,19 @@ class KernelGridEditor(QWidget):
     def matrix(self) -> np.ndarray:
         return self._matrix.copy()
 
-    def show_settings(self, *, offset: bool, alpha_weighting: bool, border: str) -> None:
-        """Show the spec's range, alpha and border in GIMP's terms (no signal)."""
-        for box, on in ((self.offset, offset), (self.alpha_weighting, alpha_weighting)):
+    def _channels_toggled(self, _on: bool) -> None:
+        chosen = "".join(n.lower() for n, box in self.channels.items() if box.isChecked())
+        self.channels_chosen.emit(None if chosen == "rgba" else chosen)
+
+    def show_settings(
+        self, *, offset: bool, alpha_weighting: bool, border: str, channels: str | None = None
+    ) -> None:
+        """Show the spec's range, alpha, border and channels in GIMP's terms (no signal)."""
+        boxes = [(self.offset, offset), (self.alpha_weighting, alpha_weighting)]
+        boxes += [
+            (box, channels is None or n.lower() in channels) for n, box in self.channels.items()
+        ]
+        for box, on in boxes:
             box.blockSignals(True)
             box.setChecked(on)
             box.blockSignals(False)

@@ -52,6 +52,8 @@ def _describe(spec: FilterSpec, fields: tuple[str, ...]) -> str:
             value = spec.border.name
         elif name == "kernel":
             value = spec.kernel.name
+        elif name == "channels":
+            value = value or "all"
         elif value is None:
             value = "auto" if name == "tile" else "as input"
         parts.append(f"{FIELD_NAMES.get(name, name)} {value}")

@@ -267,6 +267,7 @@ class MainWindow(QMainWindow):
             lambda on: self.model.set_alpha("premultiply" if on else "straight")
         )
         self.grid_editor.border_chosen.connect(self.model.set_border)
+        self.grid_editor.channels_chosen.connect(self._channels_chosen)
         self.grid_editor.load_requested.connect(self.files.load_kernel_dialog)
         self.grid_editor.save_requested.connect(self.files.save_kernel_dialog)
         self.compare.currentChanged.connect(lambda _i: self._maybe_run_comparisons())
@@ -472,7 +473,14 @@ class MainWindow(QMainWindow):
             offset=spec.range_mode == "offset",
             alpha_weighting=spec.alpha == "premultiply",
             border=spec.border.name,
+            channels=spec.channels,
         )
+
+    def _channels_chosen(self, channels: str | None) -> None:
+        problem = self.model.update(channels=channels)
+        if problem:  # no channel at all: the boxes go back to the spec's
+            self.show_status(problem, 8000)
+            self._spec_shown_in_grid(self.model.spec)
 
     # ------------------------------------------------------------------------------ running
     def _spec_changed(self, spec: FilterSpec) -> None:

@@ -1,7 +1,8 @@
 """What the window remembers between runs (QSettings): the filter spec and the window's layout.
 
 Keys: ``kernel/last``; ``run/strategy``, ``run/tile``, ``run/border``, ``run/range``,
-``run/alpha``, ``run/linear``, ``run/convolve``, ``run/dtype``; ``window/geometry`` and
+``run/alpha``, ``run/linear``, ``run/convolve``, ``run/dtype``, ``run/channels``,
+``run/tolerance``; ``window/geometry`` and
 ``window/state``. (``files/...`` belong to :mod:`blurapp.ui.files`.) A value that no longer
 makes sense (a strategy renamed, a kernel spec now refused) is skipped, never an error at start.
 """
@@ -23,6 +24,7 @@ _TEXT_KEYS = {
     "run/range": "range_mode",
     "run/alpha": "alpha",
     "run/dtype": "dtype",
+    "run/channels": "channels",
 }
 _BOOL_KEYS = {"run/linear": "linear", "run/convolve": "convolve"}
 
@@ -61,6 +63,12 @@ def load_spec(settings: QSettings) -> FilterSpec:
         on = _as_bool(settings.value(key))
         if on is not None:
             changes.append({field: on})
+    try:
+        tolerance = float(str(settings.value("run/tolerance", "")))
+    except ValueError:
+        tolerance = None
+    if tolerance is not None:
+        changes.append({"tolerance": tolerance})
     for change in changes:
         try:
             spec = spec.replace(**change)
@@ -80,6 +88,8 @@ def store_spec(settings: QSettings, spec: FilterSpec) -> None:
     settings.setValue("run/dtype", spec.dtype or "")
     settings.setValue("run/linear", spec.linear)
     settings.setValue("run/convolve", spec.convolve)
+    settings.setValue("run/channels", spec.channels or "")
+    settings.setValue("run/tolerance", "" if spec.tolerance is None else repr(spec.tolerance))
 
 
 def restore_layout(

@@ -42,6 +42,9 @@ def test_defaults_are_the_command_lines() -> None:
         ({"dtype": "int8"}, "pixel type 'int8'"),
         ({"border": "sideways"}, "sideways"),
         ({"kernel": "gaussian:sigma=-1"}, "sigma"),
+        ({"channels": "rgbx"}, "letters of rgba"),
+        ({"channels": ""}, "letters of rgba"),
+        ({"channels": "rr"}, "each at most once"),
     ],
 )
 def test_every_bad_value_is_one_line_naming_it(kwargs: dict, message: str) -> None:
@@ -149,3 +152,13 @@ def test_lowrank_beyond_its_pairs_is_refused_where_the_spec_enters() -> None:
     with pytest.raises(StrategyError, match="more than 32 separable pairs"):
         FilterSpec.create(Kernel.from_weights(w), strategy="lowrank", tolerance=1e-9)
     FilterSpec.create(Kernel.from_weights(w), strategy="lowrank", tolerance=0.5)  # a few do
+
+
+def test_channels_are_canonical_and_all_of_them_is_none() -> None:
+    assert FilterSpec.create("box:3", channels="BAR").channels == "rba"
+    assert FilterSpec.create("box:3", channels="abgr").channels is None
+    spec = FilterSpec.create("box:3", channels="rgb")
+    assert [spec.filters_channel(c, 4) for c in range(4)] == [True, True, True, False]
+    assert [spec.filters_channel(c, 2) for c in range(2)] == [True, False]  # grey + alpha
+    only_a = FilterSpec.create("box:3", channels="a")
+    assert [only_a.filters_channel(c, 1) for c in range(1)] == [False]

@@ -119,5 +119,20 @@ def test_alpha_weighting_and_border_are_the_specs(qtbot, window) -> None:
     assert window.spec.border.name == "wrap"
     window.border_combo.setCurrentText("mirror")
     assert editor.border.currentText() == "mirror"
-    # Channel toggles have no FilterSpec field yet: shown, every channel on, not editable.
-    assert all(box.isChecked() and not box.isEnabled() for box in editor.channels.values())
+    # Every channel is filtered until one is unchecked (the spec's channels: None).
+    assert all(box.isChecked() and box.isEnabled() for box in editor.channels.values())
+
+
+def test_channel_toggles_choose_what_is_filtered(qtbot, window, small_image) -> None:
+    """Unchecking A keeps alpha as it was (the spec's channels are "rgb"); checking it again
+    filters every channel; the boxes follow the spec."""
+    from blurapp.core.filterspec import FilterSpec as Spec
+
+    editor = window.grid_editor
+    editor.channels["A"].setChecked(False)
+    assert window.model.spec.channels == "rgb"
+    assert Spec.from_argv(window.model.spec.to_argv()).channels == "rgb"
+    editor.channels["A"].setChecked(True)
+    assert window.model.spec.channels is None
+    window.model.update(channels="gb")
+    assert [box.isChecked() for box in editor.channels.values()] == [False, True, True, False]

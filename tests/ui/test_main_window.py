@@ -282,9 +282,10 @@ def test_settings_persist_the_whole_spec(qtbot, settings) -> None:
     first.tile_combo.setCurrentIndex(first.tile_combo.findData(16))
     first.model.update(
         border="constant=0.25", range_mode="offset", alpha="straight", linear=True,
-        convolve=True, dtype="float32",
+        convolve=True, dtype="float32", channels="rgb",
     )  # fmt: skip
     spec = first.model.spec
+    assert spec.channels == "rgb"
     first.close()
     second = MainWindow(settings, probe_adapter=False)
     qtbot.addWidget(second)
