@@ -24,7 +24,7 @@ import numpy as np
 
 from blurapp.core.borders import Border
 from blurapp.core.colour import linear_to_srgb, srgb_to_linear
-from blurapp.core.errors import UsageError
+from blurapp.core.errors import BlurappError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.numbers import check_image, finite_bounds, from_float, to_float
@@ -42,6 +42,7 @@ __all__ = [
     "prepare",
     "run",
     "sum_timings",
+    "warm_up",
     "working_bytes",
 ]
 
@@ -488,6 +489,40 @@ def _filter_tiles(
     tiles = f"{len(windows)} tiles of up to {grid.side}×{grid.side}"
     reason = f"{reason}; {tiles}" if reason else tiles
     return out, timings, ran, reason
+
+
+def warm_up(
+    spec: FilterSpec,
+    *,
+    check: Callable[[], None] | None = None,
+) -> int:
+    """Run ``spec``'s border with a separable kernel of every 1-D size bucket on tiny 8-bit and
+    float images, so that a live preview's first run of any separable kernel finds its
+    pipelines compiled (and, on drivers that finish compiling at the first dispatch, such as
+    lavapipe, run once). For an application's start-up, in the background; ``check`` is called
+    between runs (raise to stop). Returns the runs made; nothing without a GPU adapter.
+    """
+    from blurapp.core.errors import GpuUnavailableError
+    from blurapp.gpu.strategies import LOOP_BUCKET, TAP_BUCKETS
+
+    images = (np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.float32))
+    runs = 0
+    # The unrolled buckets, and the looped ones up to a radius of 128 (sigma 32).
+    for taps in (*TAP_BUCKETS, LOOP_BUCKET * 2 + 1, LOOP_BUCKET * 4 + 1):
+        kernel = Kernel.parse(f"gaussian:sigma={max(0.5, taps / 8):g},radius={taps // 2}")
+        try:
+            warm = spec.replace(kernel=kernel, strategy="separable", tile=None, convolve=False)
+        except BlurappError:
+            return runs
+        for image in images:
+            if check is not None:
+                check()
+            try:
+                filter_pixels(image, warm)
+            except GpuUnavailableError:
+                return runs
+            runs += 1
+    return runs
 
 
 def filter_image(

@@ -296,3 +296,30 @@ def test_channels_not_chosen_are_copied_from_the_input(request, strategy) -> Non
                         dtype=np.uint8).image  # fmt: skip
     kept = np.rint(wide[..., [0, 2]] / 65535 * 255).astype(np.uint8)
     np.testing.assert_array_equal(got[..., [0, 2]], kept)
+
+
+@pytest.mark.gpu
+def test_warm_up_leaves_no_separable_sigma_to_compile(gpu) -> None:
+    """After the start-up warm-up, a never-seen sigma of any size bucket, 8-bit or float, with
+    the warmed border, compiles nothing on the critical path."""
+    from blurapp.pipeline import warm_up
+
+    spec = FilterSpec.create("gaussian:sigma=5", "mirror")
+    assert warm_up(spec) == 22
+    for sigma in (0.7, 3.37, 7.9, 15.2, 31.1):
+        for image in (np.zeros((9, 7, 3), np.uint8), np.zeros((9, 7, 3), np.float32)):
+            timing = filter_pixels(image, spec.replace(kernel=f"gaussian:sigma={sigma}")).timing
+            assert not timing.first_run and timing.compile_ms == 0.0
+
+
+def test_warm_up_stops_when_asked() -> None:
+    from blurapp.pipeline import warm_up
+
+    class StopError(Exception):
+        pass
+
+    def stop() -> None:
+        raise StopError
+
+    with pytest.raises(StopError):
+        warm_up(FilterSpec.create("box:3"), check=stop)

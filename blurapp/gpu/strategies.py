@@ -289,6 +289,15 @@ def _line_pass(
     BAKED_TAPS), ``add`` is the slot of a running sum to add (lowrank)."""
     width, height = size
     n = len(taps)
+    if n > BAKED_TAPS:
+        # The looped pass reads its weights from the buffer anyway: pad them with zeros (which
+        # it skips) to a multiple of 64 taps plus one, so that one pipeline serves every
+        # kernel of the bucket instead of one per length.
+        m = LOOP_BUCKET * -(-(n - 1) // LOOP_BUCKET) + 1
+        padded = np.zeros(m, np.float64)
+        front = m // 2 - n // 2
+        padded[front : front + n] = taps
+        taps, n = padded, m
     block = line_block(n)
     unrolled = n <= BAKED_TAPS
     baked = tuple(_literal(v) for v in taps) if unrolled and bake else None
@@ -371,6 +380,7 @@ def _transpose_pass(name: str, size: tuple[int, int], src: str, dst: str) -> Pas
 #: padded with zeros to the next bucket, so that one pipeline serves every kernel up to it (a
 #: sigma sweep compiles a handful of pipelines, not two per step).
 TAP_BUCKETS = (3, 5, 9, 13, 17, 25, 33, 49, 65)
+LOOP_BUCKET = 64  # longer 1-D kernels loop over the buffer, padded to 64·k + 1 taps
 LINE_SHADERS = ("separable_rows", "separable_cols")
 
 
