@@ -519,6 +519,10 @@ class MainWindow(QMainWindow):
         if image is None:
             return
         viewport, cache = self.viewport(), self.live_cache
+        if delay_ms == LIVE_DEBOUNCE_MS and not self.runner.is_busy("live"):
+            # Leading edge: the first change after a quiet spell runs at once; the debounce
+            # only coalesces the changes that come while a job is on its way (a slider drag).
+            delay_ms = 0
         self.runner.submit(
             "live",
             lambda check, report: run_live(image, spec, check, report, key, viewport, cache),
