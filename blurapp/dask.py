@@ -162,14 +162,8 @@ def correlate(
     border: Border | str = "clamp",
     strategy: str = "auto",
     *,
-    tile: int | None = None,
-    convolve: bool = False,
-    range_mode: str = "clamp",
-    alpha: str = "premultiply",
-    linear: bool = False,
-    dtype: np.dtype | type | str | None = None,
-    tolerance: float | None = None,
     max_tile_side: int | None = None,
+    **options: Any,
 ) -> da.Array:
     """Filter a Dask array lazily, as :func:`blurapp.filter_image` filters a numpy one.
 
@@ -181,8 +175,9 @@ def correlate(
             wrapped with ``da.asarray``.
         kernel: a :class:`Kernel`, a spec string, or a whole :class:`FilterSpec` (then the
             other filter options must stay at their defaults).
-        border, strategy, tile, convolve, range_mode, alpha, linear, dtype, tolerance: as for
-            :func:`blurapp.filter_image` (DESIGN.md's tables).
+        border, strategy, options: the filter's settings, as for
+            :func:`blurapp.filter_image` (``tile``, ``convolve``, ``range_mode``, ``alpha``,
+            ``linear``, ``dtype``, ``tolerance``, ``channels``; DESIGN.md's tables).
         max_tile_side: tiles of at most this side within a chunk (chunks larger than the
             device takes are tiled anyway).
 
@@ -199,18 +194,11 @@ def correlate(
         >>> blurapp.dask.correlate(img, "box:3", "wrap", "cpu").compute()[0, :3].round(3)
         array([0.333, 0.222, 0.   ], dtype=float32)
     """
-    if isinstance(kernel, FilterSpec):
-        changed = (border, strategy, tile, convolve, range_mode, alpha, linear, dtype) != (
-            "clamp", "auto", None, False, "clamp", "premultiply", False, None,
-        )  # fmt: skip
-        if changed or tolerance is not None:
-            raise UsageError("pass either a FilterSpec or filter options, not both")
-        spec = kernel
-    else:
-        spec = FilterSpec.create(
-            kernel, border, strategy, tile, convolve=convolve, range_mode=range_mode,
-            alpha=alpha, linear=linear, dtype=dtype, tolerance=tolerance,
-        )  # fmt: skip
+    if not isinstance(kernel, FilterSpec):
+        options = {"border": border, "strategy": strategy, **options}
+    elif (border, strategy) != ("clamp", "auto"):
+        raise UsageError("pass either a FilterSpec or filter options, not both")
+    spec = FilterSpec.of(kernel, **options)
     if not isinstance(image, da.Array):
         image = da.asarray(image)
     image = _check(image)

@@ -19,10 +19,10 @@ import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from blurapp.core.borders import Border
 from blurapp.core.colour import linear_to_srgb, srgb_to_linear
 from blurapp.core.errors import BlurappError, UsageError
 from blurapp.core.filterspec import FilterSpec
@@ -529,16 +529,9 @@ def filter_image(
     image: np.ndarray,
     kernel: Kernel | str | FilterSpec,
     *,
-    border: Border | str = "clamp",
-    strategy: str = "auto",
-    tile: int | None = None,
-    convolve: bool = False,
-    range_mode: str = "clamp",
-    alpha: str = "premultiply",
-    linear: bool = False,
-    dtype: np.dtype | type | str | None = None,
     input_key: Hashable | None = None,
     max_tile_side: int | None = None,
+    **options: Any,
 ) -> FilterResult:
     """Filter an image with a kernel, exactly as ``blurapp apply`` and the GUI do.
 
@@ -546,22 +539,18 @@ def filter_image(
         image: H×W or H×W×C (C ≤ 4) array of uint8, uint16, float32 or float64; with 2 or 4
             channels the last one is (straight) alpha.
         kernel: a :class:`Kernel`, a spec string such as ``"gaussian:sigma=2"``, or a whole
-            :class:`FilterSpec` (then the other filter options must stay at their defaults).
-        border: border mode (DESIGN.md table), e.g. ``"mirror"`` or ``"constant=0.5"``.
-        strategy: a name of :data:`blurapp.core.strategies.STRATEGIES` (``auto`` by default).
-        tile: tile side for ``tiled`` (8, 16 or 32).
-        convolve: flip the kernel (convolution instead of correlation).
-        range_mode: how signed results map into integer outputs: ``clamp``, ``abs``,
-            ``offset`` or ``normalize``.
-        alpha: ``premultiply`` (the default: colour filtered weighted by alpha, no fringes)
-            or ``straight``.
-        linear: filter in linear light (sRGB decoded before, encoded after).
-        dtype: the result's pixel type (default: the input's).
+            :class:`FilterSpec` (then no other filter options).
         input_key: a hashable that names ``image``'s pixels, for callers that filter the same
             image again and again (a live preview): the GPU does not receive the pixels of an
             equal key again. Equal keys must mean equal pixels; ``None`` uploads every time.
         max_tile_side: run in tiles of at most this many pixels per side, halo included
             (``--max-tile-side``; images beyond the device's limits are tiled anyway).
+        options: the filter's settings, as :meth:`FilterSpec.create` takes them (and the
+            command line spells them): ``border`` (``"mirror"``, ``"constant=0.5"``, ...),
+            ``strategy`` (``auto`` by default), ``tile``, ``convolve``, ``range_mode``
+            (``clamp``, ``abs``, ``offset``, ``normalize``), ``alpha`` (``premultiply``, the
+            default, or ``straight``), ``linear``, ``dtype`` (the result's pixel type),
+            ``tolerance`` (lowrank's), ``channels`` (e.g. ``"rgb"``).
 
     Returns:
         A :class:`FilterResult`.
@@ -574,23 +563,5 @@ def filter_image(
     """
     if not isinstance(image, np.ndarray):
         raise UsageError(f"image must be a numpy array, not {type(image).__name__}")
-    if isinstance(kernel, FilterSpec):
-        changed = (border, strategy, tile, convolve, range_mode, alpha, linear, dtype) != (
-            "clamp", "auto", None, False, "clamp", "premultiply", False, None,
-        )  # fmt: skip
-        if changed:
-            raise UsageError("pass either a FilterSpec or filter options, not both")
-        spec = kernel
-    else:
-        spec = FilterSpec.create(
-            kernel,
-            border,
-            strategy,
-            tile,
-            convolve=convolve,
-            range_mode=range_mode,
-            alpha=alpha,
-            linear=linear,
-            dtype=dtype,
-        )
+    spec = FilterSpec.of(kernel, **options)
     return filter_pixels(image, spec, input_key=input_key, max_tile_side=max_tile_side)

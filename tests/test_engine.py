@@ -110,3 +110,12 @@ def test_alpha_is_premultiplied_unless_asked_otherwise(request, strategy: str) -
     assert pre[4, 9, 0] <= 5 and pre[4, 9, 1] >= 245
     assert straight[4, 9, 0] > 40
     np.testing.assert_array_equal(pre[..., 3], straight[..., 3])
+
+
+def test_filter_image_takes_every_option_of_the_spec() -> None:
+    """channels and tolerance reach the pipeline through blurapp.filter_image too."""
+    image = np.random.default_rng(4).integers(0, 256, (9, 8, 4)).astype(np.uint8)
+    got = blurapp.filter_image(image, "box:3", strategy="cpu", channels="rgb").image
+    np.testing.assert_array_equal(got[..., 3], image[..., 3])
+    with pytest.raises(blurapp.core.errors.UsageError, match="unknown filter option"):
+        blurapp.filter_image(image, "box:3", colour="red")

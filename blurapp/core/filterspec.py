@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,6 +135,26 @@ class FilterSpec:
             bool(linear), name, tol, _check_channels(channels),
         )  # fmt: skip
 
+    @classmethod
+    def of(cls, kernel: Kernel | str | FilterSpec, **options: Any) -> FilterSpec:
+        """The spec the Python API's arguments describe: ``kernel`` itself when it is a whole
+        FilterSpec (then no ``options``), else :meth:`create` with ``options`` (``border``,
+        ``strategy``, ``tile``, ``convolve``, ``range_mode``, ``alpha``, ``linear``, ``dtype``,
+        ``tolerance``, ``channels``); an unknown option is a one-line UsageError."""
+        if isinstance(kernel, FilterSpec):
+            if options:
+                raise UsageError(
+                    f"pass either a FilterSpec or filter options ({', '.join(sorted(options))}), "
+                    "not both"
+                )
+            return kernel
+        unknown = sorted(set(options) - set(_OPTIONS))
+        if unknown:
+            raise UsageError(
+                f"unknown filter option {unknown[0]!r}; the options are {', '.join(_OPTIONS)}"
+            )
+        return cls.create(kernel, **options)
+
     def replace(self, **changes: Any) -> FilterSpec:
         """A checked copy with ``changes`` (the same keywords as :meth:`create`)."""
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -216,6 +237,12 @@ class FilterSpec:
         parser = _RaisingParser(prog="blurapp", add_help=False)
         add_filter_arguments(parser)
         return cls.from_namespace(parser.parse_args(list(argv)))
+
+
+#: The options of FilterSpec.create besides the kernel (the Python API's keywords).
+_OPTIONS: tuple[str, ...] = tuple(
+    name for name in inspect.signature(FilterSpec.create).parameters if name != "kernel"
+)
 
 
 def _check_channels(channels: str | None) -> str | None:

@@ -162,3 +162,14 @@ def test_channels_are_canonical_and_all_of_them_is_none() -> None:
     assert [spec.filters_channel(c, 2) for c in range(2)] == [True, False]  # grey + alpha
     only_a = FilterSpec.create("box:3", channels="a")
     assert [only_a.filters_channel(c, 1) for c in range(1)] == [False]
+
+
+def test_the_api_options_are_the_keywords_of_create() -> None:
+    """FilterSpec.of: the Python API's keywords are create's, checked; a whole spec alone."""
+    spec = FilterSpec.of("box:3", border="wrap", channels="rgb", tolerance=0.01)
+    assert spec == FilterSpec.create("box:3", "wrap", channels="rgb", tolerance=0.01)
+    assert FilterSpec.of(spec) is spec
+    with pytest.raises(UsageError, match="not both"):
+        FilterSpec.of(spec, border="wrap")
+    with pytest.raises(UsageError, match="unknown filter option 'sigma'; the options are border"):
+        FilterSpec.of("box:3", sigma=2)
