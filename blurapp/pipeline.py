@@ -11,6 +11,8 @@ in three stages that batch mode overlaps on threads (:func:`prepare` while decod
 :func:`filter_pixels`. The fast paths are decided here too, once: 8-bit pixels with nothing to
 do before the kernel go to the GPU as they are (an rgba8unorm texture holds exactly v / 255),
 and an 8-bit output that only needs clamping and rounding comes back from an rgba8unorm texture.
+An image larger than the device takes streams through :func:`filter_pixels` in tiles with
+halos (:mod:`blurapp.core.tiling`), the same three stages per tile.
 """
 
 from __future__ import annotations
