@@ -420,11 +420,27 @@ class GpuFilter:
             return
         self._baking.add(key)
 
+        with self._lock:  # the caches are shared with runs: only touched under the lock
+            layout = self._layouts_for(_dst_format(p), p.add is not None)[1]
+        device = self.context.device
+
         def bake() -> None:
+            # The compile itself runs outside the lock, beside the runs (wgpu's device is
+            # thread-safe); only the finished pipeline goes into the cache, under the lock.
             try:
-                pipeline = self._make_pipeline(p, timed=False)
+                module = device.create_shader_module(
+                    label=p.shader, code=load_shader(p.shader, **dict(p.template))
+                )
+                pipeline = device.create_compute_pipeline(
+                    label=p.shader,
+                    layout=layout,
+                    compute={
+                        "module": module, "entry_point": "main", "constants": dict(p.constants),
+                    },
+                )  # fmt: skip
                 with self._lock:
                     self._pipelines.get_or_make(key, lambda: pipeline)
+                    self.stats["baked_in_background"] += 1
             except Exception:  # the buffer variant keeps working; nothing is lost
                 pass
             finally:

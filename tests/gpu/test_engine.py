@@ -545,3 +545,25 @@ def test_a_new_kernel_is_not_compiled_and_the_baked_pipeline_gives_the_same_valu
     assert f.stats["pipelines"] == made and not t2.first_run
     np.testing.assert_array_equal(baked, buffered)
     assert not np.array_equal(first, buffered)
+
+
+def test_baked_pipelines_compile_in_the_background_and_are_swapped_in(fresh_filter) -> None:
+    """Where baking pays (hardware adapters; forced here), a new kernel runs the buffer
+    variant at once while its baked pipelines compile on a thread; later runs use them, with
+    the same values."""
+    import time
+
+    f = fresh_filter
+    f.BAKE_IN_BACKGROUND = True
+    x = image((21, 17, 3), "bake")
+    k = kernel("gaussian:sigma=1.3")
+    first, _ = f.run(x, k, "mirror", "separable")
+    deadline = time.monotonic() + 60
+    while f.stats["baked_in_background"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert f.stats["baked_in_background"] == 2  # the rows and the columns pass
+    made = f.stats["pipelines"]
+    again, timing = f.run(x, k, "mirror", "separable")
+    assert f.stats["pipelines"] == made and not timing.first_run
+    np.testing.assert_array_equal(again, first)
+    assert_matches_reference(again, x, k, "mirror")
