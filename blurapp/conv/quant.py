@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from blurapp.conv.reference import correlate_layers
 from blurapp.conv.spec import ConvSpec
 
 __all__ = [
@@ -137,20 +138,6 @@ def conv2d_int_reference(
     Zero padding is ``xq = zx`` (a zero after subtracting the zero point).
     """
     xs = np.asarray(xq, np.int64) - zx
-    if spec.layout == "nhwc":
-        xs = xs.transpose(0, 3, 1, 2)
     ws = np.asarray(wq, np.int64) - zw
-    p, s, d, g = spec.padding, spec.stride, spec.dilation, spec.groups
-    xp = np.pad(xs, ((0, 0), (0, 0), (p, p), (p, p)))
-    n, oh, ow = spec.n, spec.oh, spec.ow
-    cg, mg = spec.cin // g, spec.cout // g
-    xg = xp.reshape(n, g, cg, xp.shape[2], xp.shape[3])
-    wg = ws.reshape(g, mg, cg, spec.kh, spec.kw)
-    y = np.zeros((n, g, mg, oh, ow), np.int64)
-    for ky in range(spec.kh):
-        for kx in range(spec.kw):
-            y0, x0 = ky * d, kx * d
-            window = xg[:, :, :, y0 : y0 + (oh - 1) * s + 1 : s, x0 : x0 + (ow - 1) * s + 1 : s]
-            y += np.einsum("ngcij,gmc->ngmij", window, wg[:, :, :, ky, kx])
-    y = y.reshape(n, spec.cout, oh, ow) + np.asarray(bq, np.int64)[None, :, None, None]
+    y = correlate_layers(xs, ws, spec) + np.asarray(bq, np.int64)[None, :, None, None]
     return y.transpose(0, 2, 3, 1) if spec.layout == "nhwc" else y
