@@ -17,9 +17,9 @@ from blurapp.core import strategies
 from blurapp.core.borders import Border
 from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
-from blurapp.core.lowrank import NON_FINITE_IMAGE, is_finite_image, low_rank
+from blurapp.core.lowrank import is_finite_image, low_rank
 from blurapp.core.numbers import from_float, to_float
-from blurapp.core.planner import SPREADS_NAN, DeviceLimits, Plan, plan
+from blurapp.core.planner import DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
 from blurapp.core.tiling import WHOLE_IMAGE_TEXELS, TileGrid, plan_grid
 from blurapp.core.timing import PassTiming, Timing
@@ -167,15 +167,16 @@ def filter_float(
     if problem:
         raise StrategyError(problem)
     reason = ""
-    if strategies.STRATEGIES[strategy].runs_on == "planner":
+    info = strategies.STRATEGIES[strategy]
+    if info.runs_on == "planner":
         chosen = plan(kernel, gpu_limits(), tolerance=tolerance)
-        if chosen.strategy in SPREADS_NAN and not is_finite_image(x):
+        if strategies.STRATEGIES[chosen.strategy].spreads_nan and not is_finite_image(x):
             chosen = plan(kernel, gpu_limits(), tolerance=tolerance, finite=False)
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile
-    elif strategy == strategies.LOWRANK:
-        if not is_finite_image(x):
-            raise StrategyError(NON_FINITE_IMAGE)
+    elif info.spreads_nan and not is_finite_image(x):  # asked for by name: one line, not NaN
+        raise StrategyError(info.non_finite_problem())
+    if strategy == strategies.LOWRANK and not reason:
         reason = low_rank(kernel, tolerance).describe()  # the k and the error it promises
     if strategies.STRATEGIES[strategy].runs_on == "cpu":
         if storage == "rgba8" and x.dtype == np.uint8:

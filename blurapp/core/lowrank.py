@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from blurapp.core.errors import UsageError
+from blurapp.core.strategies import LOWRANK, STRATEGIES
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -176,10 +177,7 @@ def low_rank(kernel: Kernel, tolerance: float | None = None) -> LowRank:
 
 
 #: Why lowrank refuses an image with NaN or Inf (DESIGN.md "Numbers"; the planner avoids it).
-NON_FINITE_IMAGE = (
-    "lowrank cannot run on an image with NaN or Inf values: a sum of separable pairs spreads "
-    "them into taps of zero weight (use direct, tiled or cpu)"
-)
+NON_FINITE_IMAGE = STRATEGIES[LOWRANK].non_finite_problem()
 
 
 def is_finite_image(x: np.ndarray) -> bool:

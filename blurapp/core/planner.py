@@ -62,7 +62,6 @@ FFT_FIXED = 35.0
 FFT_LOG2 = 4.0
 FFT_MAX_BLOCK = 1024
 NON_FINITE = "the image has NaN or Inf, which lowrank and fft would spread into zero-weight taps"
-SPREADS_NAN = (LOWRANK, FFT)  # never planned for an image with NaN or Inf
 
 
 def line_block(taps: int) -> int:
@@ -284,7 +283,7 @@ def plan(
         multiply-adds per pixel instead of 289"``.
     """
     chosen = _plan(kernel, limits, tolerance, finite=True)
-    if finite or chosen.strategy not in SPREADS_NAN:
+    if finite or not STRATEGIES[chosen.strategy].spreads_nan:
         return chosen
     other = _plan(kernel, limits, tolerance, finite=False)
     return Plan(other.strategy, other.tile, f"{NON_FINITE}; {other.reason}")

@@ -49,6 +49,9 @@ class StrategyInfo:
         takes_tile: ``--tile`` means something to it.
         takes_tolerance: ``--tolerance`` means something to it (it may approximate the kernel
             within it: ``lowrank``, and ``auto`` when it picks lowrank).
+        spreads_nan: its arithmetic spreads a NaN or Inf beyond the taps that read it (a sum
+            of SVD pairs, a transform), against DESIGN.md's NaN rule: it refuses an image
+            with NaN or Inf, and ``auto`` does not plan it for one.
     """
 
     name: str
@@ -58,6 +61,13 @@ class StrategyInfo:
     needs_rank1: bool = False
     takes_tile: bool = False
     takes_tolerance: bool = False
+    spreads_nan: bool = False
+
+    def non_finite_problem(self) -> str:
+        """The one line an image with NaN or Inf gets from a strategy that spreads them."""
+        return (
+            f"{self.name} cannot filter an image with NaN or Inf values: use direct, tiled or cpu"
+        )
 
     def why_not(self, kernel: Kernel, tolerance: float | None = None) -> str | None:
         """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can.
@@ -97,10 +107,11 @@ STRATEGIES: dict[str, StrategyInfo] = {
                      needs_rank1=True),
         StrategyInfo(LOWRANK, "gpu",
                      "a sum of k separable pass pairs from the SVD, k the exact rank or the "
-                     "fewest within --tolerance", "#ff7f0e", takes_tolerance=True),
+                     "fewest within --tolerance", "#ff7f0e", takes_tolerance=True,
+                     spreads_nan=True),
         StrategyInfo("fft", "gpu",
                      "FFT convolution in overlap-save blocks (power-of-two sides up to 2048), "
-                     "the image's transforms on the GPU", "#17becf"),
+                     "the image's transforms on the GPU", "#17becf", spreads_nan=True),
         StrategyInfo(CPU, "cpu", "the float64 numpy reference on the CPU", "#7f7f7f"),
     )
 }  # fmt: skip

@@ -77,7 +77,6 @@ _LINE_ELEMENTS = 1024
 _MAX_WORKGROUP = 256
 _MAX_RADIX = 16  # largest Stockham radix: 2, 4, 8 or 16 (one butterfly's values in registers)
 PARAMS_BYTES = 48
-FINITE_ERROR = "fft cannot filter an image with NaN or Inf values: use direct, tiled or cpu"
 
 
 def _pow2_at_least(n: int) -> int:
@@ -471,9 +470,13 @@ def _params(plan: BlockPlan, size: tuple[int, int], anchor: tuple[int, int], fir
 
 
 def check_finite(x: np.ndarray) -> None:
-    """StrategyError when ``x`` holds NaN or Inf: a transform spreads one over its block."""
-    if x.dtype.kind == "f" and not np.isfinite(x).all():
-        raise StrategyError(FINITE_ERROR)
+    """StrategyError when ``x`` holds NaN or Inf: a transform spreads one over its block
+    (the registry's line; blurapp.engine checks the same before a run it plans)."""
+    from blurapp.core.lowrank import is_finite_image
+    from blurapp.core.strategies import STRATEGIES
+
+    if not is_finite_image(x):
+        raise StrategyError(STRATEGIES["fft"].non_finite_problem())
 
 
 def run(

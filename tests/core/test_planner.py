@@ -33,7 +33,7 @@ def without_fft(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def with_fft(monkeypatch: pytest.MonkeyPatch) -> None:
-    fft = StrategyInfo("fft", "gpu", "FFT convolution", "#17becf")
+    fft = StrategyInfo("fft", "gpu", "FFT convolution", "#17becf", spreads_nan=True)
     monkeypatch.setattr(planner, "STRATEGIES", {**planner.STRATEGIES, "fft": fft})
 
 
