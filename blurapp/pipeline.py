@@ -43,6 +43,7 @@ __all__ = [
     "finish_floats",
     "prepare",
     "run",
+    "stream_pixels",
     "sum_timings",
     "warm_up",
     "working_bytes",
@@ -53,6 +54,8 @@ __all__ = [
 _ALPHA_EPS = 1e-7
 
 Convert = Callable[[np.ndarray], np.ndarray]
+#: Receives each finished tile: ``(y0, y1, x0, x1)`` and the tile's output pixels.
+Sink = Callable[[tuple[int, int, int, int], np.ndarray], None]
 
 #: After a run in tiles, textures for tiles up to this many texels stay on the GPU (a live
 #: preview that renders in small tiles reuses them); larger ones are released.
@@ -379,6 +382,43 @@ def filter_pixels(
     return FilterResult(image, sum_timings(timings, pixel_count, wall_ms), ran, reason)
 
 
+def stream_pixels(
+    source: Any,
+    spec: FilterSpec,
+    sink: Sink,
+    *,
+    dtype: np.dtype | type | None = None,
+    max_tile_side: int | None = None,
+    check: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> FilterResult:
+    """:func:`filter_pixels` for an image that need not be in memory: tiles are read from
+    ``source`` and their results handed to ``sink``, so that only the tiles in flight are held
+    (a large TIFF read through a memory map or tile by tile, written tile by tile).
+
+    Arguments:
+        source: an array-like with ``shape`` (H×W or H×W×C), ``dtype`` and 2-D slicing
+            (``source[y0:y1, x0:x1]`` gives an array); only each tile and its halo are read.
+        sink: called with ``(y0, y1, x0, x1)`` and the output pixels of that window, once per
+            window, row by row (the grid's order), from one thread at a time.
+        dtype, max_tile_side, check, progress: see :func:`filter_pixels`.
+
+    Returns:
+        A :class:`FilterResult` whose ``image`` is ``None``: the pixels went to ``sink``.
+    """
+    from blurapp.engine import tile_grid
+
+    start = time.perf_counter()
+    check_image(np.asarray(source[:1, :1]))  # dtype and channels, without reading the image
+    grid = tile_grid(
+        source.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
+    )
+    _, timings, ran, reason = _filter_tiles(source, spec, grid, dtype, check, progress, sink)
+    wall_ms = (time.perf_counter() - start) * 1e3
+    pixel_count = int(source.shape[0] * source.shape[1])
+    return FilterResult(None, sum_timings(timings, pixel_count, wall_ms), ran, reason)  # type: ignore[arg-type]
+
+
 def sum_timings(timings: list[Timing], pixels: int, wall_ms: float) -> Timing:
     """One Timing for a run in tiles: each pass's time and bytes, and the compiles, summed over
     the tiles; ``pixels`` and ``wall_ms`` those of the whole run."""
@@ -399,21 +439,26 @@ def sum_timings(timings: list[Timing], pixels: int, wall_ms: float) -> Timing:
 
 
 def _filter_tiles(
-    pixels: np.ndarray,
+    pixels: Any,
     spec: FilterSpec,
     grid: TileGrid,
     dtype: np.dtype | type | None,
     check: Callable[[], None] | None,
     progress: Callable[[int, int], None] | None,
-) -> tuple[np.ndarray, list[Timing], str, str]:
+    sink: Sink | None = None,
+) -> tuple[np.ndarray | None, list[Timing], str, str]:
     """Run the image tile by tile: the next tile is gathered and prepared, and the previous one
     finished, on worker threads while the current one runs (the GPU's own work is one queue).
+
+    ``pixels`` is an array or an array-like that slices (see :func:`stream_pixels`). The
+    finished tiles go into a new array, returned, or to ``sink`` in the grid's order (row by
+    row), and then ``None`` is returned.
 
     ``--range normalize`` needs the whole image's range before any tile can be quantised: its
     tiles run twice, first for the range, then for the pixels.
     """
-    out_dtype = np.dtype(dtype) if dtype is not None else spec.output_dtype(pixels.dtype)
-    out = np.empty(pixels.shape, out_dtype)
+    out_dtype = np.dtype(dtype) if dtype is not None else spec.output_dtype(np.dtype(pixels.dtype))
+    out = np.empty(pixels.shape, out_dtype) if sink is None else None
     windows = list(grid.windows())
     bounds: tuple[float, float] | None = None
     normalize = spec.range_mode == "normalize" and out_dtype.kind == "u"
@@ -432,14 +477,17 @@ def _filter_tiles(
         oy, ox = origin
         p = filtered.prepared
         # Only the window's own pixels: its source (invisible pixels' colour) and its result.
-        source = pixels[y0:y1, x0:x1]
+        source = np.asarray(pixels[y0:y1, x0:x1])
         kept = Prepared(p.spec, source, p.x, p.storage, p.out_dtype, p.convert, p.output, None)
         y = filtered.y[oy : oy + y1 - y0, ox : ox + x1 - x0]
         return Filtered(kept, y, filtered.final, filtered.timing, filtered.strategy, "")
 
     def store(filtered: Filtered, window: tuple[int, int, int, int]) -> None:
         y0, y1, x0, x1 = window
-        out[y0:y1, x0:x1] = finish(filtered, bounds=bounds)
+        if out is None:
+            sink(window, finish(filtered, bounds=bounds))
+        else:
+            out[y0:y1, x0:x1] = finish(filtered, bounds=bounds)
 
     def widen(filtered: Filtered, window: tuple[int, int, int, int]) -> None:
         nonlocal bounds

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -150,7 +151,9 @@ def gather(
     """The pixels a tile's filter reads: its window plus the halo, as ``border`` extends them.
 
     Arguments:
-        pixels: the whole image (H×W or H×W×C, any dtype; stored pixels are cheapest).
+        pixels: the whole image (H×W or H×W×C, any dtype; stored pixels are cheapest): an
+            array, or an array-like with ``shape``, ``dtype`` and 2-D slicing (a memory-mapped
+            or lazily decoded file), of which only the tile's own runs of pixels are read.
         grid: the tile grid.
         window: ``(y0, y1, x0, x1)`` of the output tile.
         border: the border mode.
@@ -180,9 +183,46 @@ def gather(
         origin = (y0 - cy0 + top, x0 - cx0 + left)
     whole = rows.size == grid.height and cols.size == grid.width
     if whole and _is_range(rows) and _is_range(cols):
-        return pixels, origin  # the whole image as it is
-    return pixels[rows[:, None], cols[None, :]], origin
+        return np.asarray(pixels[:, :]), origin  # the whole image as it is
+    if isinstance(pixels, np.ndarray) and not isinstance(pixels, np.memmap):
+        return pixels[rows[:, None], cols[None, :]], origin
+    return _take_runs(pixels, rows, cols), origin
 
 
 def _is_range(idx: np.ndarray) -> bool:
     return bool(idx[0] == 0 and np.all(np.diff(idx) == 1))
+
+
+def _take_runs(pixels: Any, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``pixels[rows][:, cols]`` for an array-like that only slices (a memory-mapped or lazily
+    decoded file): each run of consecutive rows and columns is read once, as one slice, so
+    that only the tile and its halo are read (a mirrored edge reads its few rows twice).
+
+    Runs of ascending indices are read as slices; a descending run (a mirrored edge) is read
+    as its ascending slice and flipped.
+    """
+    out = np.empty((rows.size, cols.size, *pixels.shape[2:]), np.dtype(pixels.dtype))
+    for ri, r0, r1 in _runs_both(rows):
+        for ci, c0, c1 in _runs_both(cols):
+            block = np.asarray(pixels[min(r0, r1) : max(r0, r1) + 1, min(c0, c1) : max(c0, c1) + 1])
+            if r1 < r0:
+                block = block[::-1]
+            if c1 < c0:
+                block = block[:, ::-1]
+            out[ri : ri + block.shape[0], ci : ci + block.shape[1]] = block
+    return out
+
+
+def _runs_both(idx: np.ndarray) -> list[tuple[int, int, int]]:
+    """``idx`` as runs of indices stepping by +1 or by -1: ``(position, first, last)``."""
+    found: list[tuple[int, int, int]] = []
+    start = 0
+    while start < idx.size:
+        end = start + 1
+        if end < idx.size and abs(int(idx[end]) - int(idx[start])) == 1:
+            step = int(idx[end]) - int(idx[start])
+            while end < idx.size and int(idx[end]) - int(idx[end - 1]) == step:
+                end += 1
+        found.append((start, int(idx[start]), int(idx[end - 1])))
+        start = end
+    return found
