@@ -13,9 +13,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from blurapp.batch.pipeline import (
     BatchInterrupted,
@@ -24,7 +24,7 @@ from blurapp.batch.pipeline import (
     process_file,
     run_pipeline,
 )
-from blurapp.core.errors import UsageError
+from blurapp.core.errors import OutputError, UsageError
 from blurapp.core.filterspec import FilterSpec
 
 if TYPE_CHECKING:
@@ -123,9 +123,33 @@ def _check_adapter(spec: FilterSpec) -> None:
 
 def run_batch(args: argparse.Namespace) -> int:
     """``blurapp batch IN... -o DIR --kernel SPEC ...``; returns the exit code (0, 1 or 2)."""
+    with _sigterm_as_interrupt(), ExitStack() as stack:
+        # SIGTERM from the first temporary file on: whatever stops the run removes it.
+        return _run_batch(args, stack)
+
+
+def _reserve_report(
+    args: argparse.Namespace, rows: list[tuple[str, str]], spec: FilterSpec, stack: ExitStack
+) -> BinaryIO:
+    """The report's temporary file, opened with an upper bound of its size allocated, so that
+    a full disk is a usage error before any work; it is published (or removed) with ``stack``.
+    """
+    from blurapp.batch.report import report_size_bound
+    from blurapp.io import atomic_output
+
+    report = Path(args.report)
+    remove_stale_temporaries(report.parent, [report.name])  # a killed run's leftover
+    bound = report_size_bound(rows, spec)
+    try:
+        return stack.enter_context(atomic_output(report, overwrite=args.overwrite, reserve=bound))
+    except OutputError as err:
+        raise UsageError(str(err)) from None  # names the report and the problem
+
+
+def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
     from blurapp.batch.inputs import expand_inputs, plan_jobs, split_existing
     from blurapp.batch.progress import Progress
-    from blurapp.batch.report import build_report, write_report
+    from blurapp.batch.report import build_report, report_text
 
     spec, encode = settings_from_args(args)
     scheduler = getattr(args, "scheduler", None)
@@ -146,6 +170,10 @@ def run_batch(args: argparse.Namespace) -> int:
     to_run, skipped = split_existing(
         jobs, overwrite=args.overwrite, skip_existing=args.skip_existing
     )
+    report_fh = None
+    if args.report:  # its disk space taken now: a full disk is found before any work
+        rows = [(str(j.input), str(j.output)) for j in jobs]
+        report_fh = _reserve_report(args, rows, spec, stack)
     if to_run and not scheduler:
         _check_adapter(spec)  # once, not the same line per file
     try:
@@ -171,30 +199,26 @@ def run_batch(args: argparse.Namespace) -> int:
         return [by_input[str(j.input)] for j in jobs]
 
     start = time.perf_counter()
+    interrupted: BatchInterrupted | None = None
     try:
-        with _sigterm_as_interrupt():
-            if scheduler:
-                from blurapp.batch.distributed import run_distributed
+        if scheduler:
+            from blurapp.batch.distributed import run_distributed
 
-                records = run_distributed(
-                    to_run, spec, encode, scheduler=scheduler, on_done=on_done
-                )
-            else:
-                records = run_pipeline(to_run, spec, encode, workers=args.jobs, on_done=on_done)
-    except BatchInterrupted as stopped:
-        progress.close()
-        if args.report:  # an interrupted run's report still says what was written
-            wall_s = time.perf_counter() - start
-            report = build_report(ordered(stopped.records), spec, wall_s)
-            write_report(args.report, report, overwrite=args.overwrite)
-        raise
+            records = run_distributed(to_run, spec, encode, scheduler=scheduler, on_done=on_done)
+        else:
+            records = run_pipeline(to_run, spec, encode, workers=args.jobs, on_done=on_done)
+    except BatchInterrupted as stopped:  # an interrupted run's report still says what was done
+        interrupted, records = stopped, stopped.records
     finally:
         progress.close()
     wall_s = time.perf_counter() - start
 
     rows = ordered(records)
-    if args.report:
-        write_report(args.report, build_report(rows, spec, wall_s), overwrite=args.overwrite)
+    if report_fh is not None:  # into the space reserved before the work
+        report_fh.write(report_text(build_report(rows, spec, wall_s)).encode("ascii"))
+        stack.close()  # published now, before the summary line
+    if interrupted is not None:
+        raise interrupted
     failed = sum(1 for r in rows if r.status == "failed")
     written = sum(1 for r in rows if r.status == "ok")
     if not args.quiet:

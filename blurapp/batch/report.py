@@ -12,10 +12,47 @@ from blurapp.batch.pipeline import FileRecord
 from blurapp.core.filterspec import FilterSpec
 from blurapp.io import write_text
 
-__all__ = ["REPORT_VERSION", "STATUSES", "build_report", "write_report"]
+__all__ = [
+    "REPORT_VERSION",
+    "STATUSES",
+    "build_report",
+    "report_size_bound",
+    "report_text",
+    "write_report",
+]
 
 REPORT_VERSION = 1
 STATUSES = ("ok", "failed", "skipped", "cancelled")
+
+#: Bytes of JSON a row's ``error`` may take beyond twice its input's and once its output's
+#: path (which messages name); a longer message is cut, ending in "…". This bounds the report's
+#: size before any work (:func:`report_size_bound`), so a full disk is found then.
+ERROR_ROOM = 1024
+
+_ELLIPSIS = "\u2026"
+
+
+def _json_len(text: str) -> int:
+    return len(json.dumps(text))
+
+
+def error_room(input_path: str, output_path: str) -> int:
+    """The most bytes of JSON the ``error`` of the row of ``input_path`` takes."""
+    return ERROR_ROOM + 2 * _json_len(input_path) + _json_len(output_path)
+
+
+def _fit_error(error: str | None, room: int) -> str | None:
+    """``error``, cut (ending in "…") so that its JSON takes at most ``room`` bytes."""
+    if error is None or _json_len(error) <= room:
+        return error
+    low, high = 0, len(error)  # the longest cut that fits lies in [low, high)
+    while high - low > 1:
+        mid = (low + high) // 2
+        if _json_len(error[:mid] + _ELLIPSIS) <= room:
+            low = mid
+        else:
+            high = mid
+    return error[:low] + _ELLIPSIS
 
 
 def _row(r: FileRecord) -> dict[str, Any]:
@@ -31,7 +68,7 @@ def _row(r: FileRecord) -> dict[str, Any]:
         "filter_ms": r.filter_ms,
         "total_ms": r.total_ms,
         "status": r.status,
-        "error": r.error,
+        "error": _fit_error(r.error, error_room(r.input, r.output)),
     }
 
 
@@ -44,7 +81,8 @@ def build_report(
     null when the file could not be read), ``channels``, ``dtype`` (as read), ``strategy`` (the
     one that ran), ``timer`` ("gpu" or "wall"), ``gpu_ms`` (GPU timestamp total, null when the
     filter was not timed on the GPU), ``filter_ms`` (the filter's passes), ``total_ms`` (read to
-    written), ``status`` (one of :data:`STATUSES`) and ``error`` (one line, or null).
+    written), ``status`` (one of :data:`STATUSES`) and ``error`` (one line, or null; a message
+    longer than :func:`error_room` is cut, ending in "…").
     ``totals``: counts per status, ``files``, ``pixels`` and ``megapixels`` of the files written,
     ``wall_s``, ``mpix_per_s``, summed ``gpu_ms`` and ``filter_ms``.
     """
@@ -80,8 +118,56 @@ def build_report(
     }
 
 
+def report_text(report: dict[str, Any]) -> str:
+    """The report as the file holds it: indented JSON, ASCII only (other characters escaped,
+    file names that are not UTF-8 included), one byte per character."""
+    return json.dumps(report, indent=2) + "\n"
+
+
+# The widest value each field of a row or of the totals can take, for the bound.
+_WIDE_INT = -(10**30)
+_WIDE_FLOAT = -2.2250738585072014e-308  # the longest repr of a float (24 characters)
+
+
+def report_size_bound(
+    rows: Sequence[tuple[str, str]], settings: FilterSpec, *, margin: int = 4096
+) -> int:
+    """An upper bound, in bytes, of the report of a batch whose rows are ``rows`` (input and
+    output as the records give them), known before any work: every row at its widest (its
+    numbers, its names, an error of :func:`error_room` bytes) plus ``margin``.
+    """
+    from blurapp.core.strategies import STRATEGIES
+
+    widest_name = max([*STRATEGIES, "auto", "cpu"], key=len)
+    records = []
+    for input_path, output_path in rows:
+        error = "x" * (error_room(input_path, output_path) - 2)  # its JSON: exactly the room
+        records.append(
+            FileRecord(
+                input_path,
+                output_path,
+                status=max(STATUSES, key=len),
+                width=_WIDE_INT,
+                height=_WIDE_INT,
+                channels=_WIDE_INT,
+                dtype="x" * 16,
+                strategy=widest_name + "x" * 16,
+                timer="wall",
+                gpu_ms=_WIDE_FLOAT,
+                filter_ms=_WIDE_FLOAT,
+                total_ms=_WIDE_FLOAT,
+                error=error,
+            )
+        )
+    report = build_report(records, settings, _WIDE_FLOAT)
+    totals = report["totals"]
+    for key, value in totals.items():
+        totals[key] = _WIDE_FLOAT if isinstance(value, float) or value is None else _WIDE_INT
+    return len(report_text(report)) + 64 * len(records) + margin
+
+
 def write_report(
     path: str | os.PathLike[str], report: dict[str, Any], *, overwrite: bool = False
 ) -> None:
     """Write the report atomically; an existing file is replaced only with ``overwrite``."""
-    write_text(path, json.dumps(report, indent=2) + "\n", overwrite=overwrite)
+    write_text(path, report_text(report), overwrite=overwrite)

@@ -15,7 +15,11 @@ removed and the destination is untouched.
   with ``overwrite`` by ``os.replace``. Something that is not a regular file (a folder, a FIFO,
   a device) is never replaced. :func:`check_output` applies the same rule before any work, and
   also refuses an output that is one of the inputs, compared by device and inode, or whose
-  folder cannot take a new file (tried by creating and removing a temporary file there).
+  folder cannot take a new file (tried by creating a temporary file there, with a block of real
+  disk space, and removing it).
+- **A full disk, before the work**: ``atomic_output(..., reserve=N)`` allocates the temporary
+  file's blocks when it is opened (:func:`allocate`), so a writer that knows a bound of its
+  size (a batch's ``--report``) opens it before its work and finds a full disk then.
 - **Leftovers**: a writer holds an exclusive ``flock`` on its temporary file until it is
   published or removed. A process killed with ``kill -9`` (or a power cut) leaves its temporary
   behind, unlocked: :func:`remove_stale_temporaries` removes those of the outputs a rerun is
@@ -25,6 +29,7 @@ removed and the destination is untouched.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -41,7 +46,9 @@ except ImportError:  # Windows: no flock; a temporary there is never called stal
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "PROBE_BYTES",
     "TEMP_SUFFIX",
+    "allocate",
     "atomic_output",
     "check_output",
     "file_identity",
@@ -148,7 +155,8 @@ def check_output(
 
 def check_writable(folder: str | os.PathLike[str], what: str) -> None:
     """Refuse, before any work, a folder where no file can be created (read-only, full,
-    ``/proc``): a temporary file is created there and removed at once.
+    ``/proc``): a temporary file is created there, given :data:`PROBE_BYTES` of real disk
+    blocks (an empty file needs none, so a full disk would pass) and removed at once.
 
     Arguments:
         folder: the folder an output goes into.
@@ -160,11 +168,53 @@ def check_writable(folder: str | os.PathLike[str], what: str) -> None:
     folder = Path(folder) if str(folder) else Path(".")
     probe = folder / temp_name(folder, "blurapp-probe")
     try:
-        os.close(os.open(probe, _CREATE_FLAGS, 0o600))
+        fd = os.open(probe, _CREATE_FLAGS, 0o600)
     except OSError as err:
         raise UsageError(f"cannot write {what}: {_describe(err)} (in {folder})") from None
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
+    try:
+        allocate(fd, PROBE_BYTES)
+    except OSError as err:
+        raise UsageError(f"cannot write {what}: {_describe(err)} (in {folder})") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+
+
+#: The disk space :func:`check_writable` allocates for a moment: one page, the block of most
+#: file systems.
+PROBE_BYTES = 4096
+
+_ZEROS = bytes(2**16)
+
+
+def allocate(fd: int, size: int) -> None:
+    """Give the open, empty file ``fd`` ``size`` bytes of real disk blocks (its length becomes
+    ``size``), so that writing up to ``size`` bytes over them later cannot find the disk full.
+
+    ``os.posix_fallocate`` where there is one (glibc emulates it by writing where the file
+    system has no ``fallocate``); otherwise, or where it says the file system cannot, zeros are
+    written. On copy-on-write file systems (btrfs, ZFS) an overwrite may still need new blocks:
+    there this is a check that the space is there now, not a promise.
+
+    Raises:
+        OSError: the space is not there (``ENOSPC``, ``EDQUOT``, ``EFBIG`` past ``ulimit -f``).
+    """
+    if size <= 0:
+        return
+    fallocate = getattr(os, "posix_fallocate", None)
+    if fallocate is not None:
+        try:
+            fallocate(fd, 0, size)
+            return
+        except OSError as err:
+            if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+    os.lseek(fd, 0, os.SEEK_SET)
+    left = size
+    while left > 0:
+        left -= os.write(fd, _ZEROS[: min(left, len(_ZEROS))])
+    os.lseek(fd, 0, os.SEEK_SET)
 
 
 def _name_max(folder: Path) -> int:
@@ -281,6 +331,14 @@ def _refuse_special(dest: Path) -> None:
         raise OutputError(f"cannot write {dest}: it is {kind}, not a file; it is never replaced")
 
 
+def _size(n: int) -> str:
+    """``n`` bytes for a message: ``"4096 bytes"``, ``"1.5 MiB"``."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
+
+
 def _exists(dest: Path) -> OutputError:
     return OutputError(f"{dest} exists (use --overwrite to replace it)")
 
@@ -313,7 +371,11 @@ def _publish(tmp: Path, dest: Path, overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def atomic_output(
-    path: str | os.PathLike[str], *, overwrite: bool = False, fsync: bool = True
+    path: str | os.PathLike[str],
+    *,
+    overwrite: bool = False,
+    fsync: bool = True,
+    reserve: int = 0,
 ) -> Iterator[BinaryIO]:
     """Open a temporary file beside ``path``; on success it becomes ``path`` in one step.
 
@@ -321,14 +383,21 @@ def atomic_output(
     Without ``overwrite`` an existing ``path`` is never replaced, even if it appeared meanwhile;
     with it, only a regular file (or a link to one) is.
 
+    With ``reserve``, the disk space is taken when the context is entered, not when the bytes
+    come: a writer that knows an upper bound of its size (a batch's report) enters before its
+    work and finds a full disk then, not after it. Such a writer writes sequentially from the
+    start; the file ends where it stopped writing (the rest of the reservation is given back).
+
     Arguments:
         path: the destination.
         overwrite: replace an existing regular file.
         fsync: flush the bytes to the disk before publishing them.
+        reserve: bytes of disk blocks to allocate for the temporary file at once
+            (:func:`allocate`).
 
     Raises:
-        OutputError: ``path`` exists and ``overwrite`` is false, it is not a regular file, or
-            the temporary file cannot be made or published.
+        OutputError: ``path`` exists and ``overwrite`` is false, it is not a regular file, the
+            temporary file cannot be made or published, or the ``reserve`` bytes are not there.
     """
     dest = Path(path)
     folder = dest.parent if str(dest.parent) else Path(".")
@@ -351,8 +420,18 @@ def atomic_output(
             # Held until the temporary is published or removed: a rerun after kill -9 tells
             # a dead writer's leftover from a live one by it.
             locked = _lock(fh.fileno())
+            if reserve > 0:
+                try:
+                    allocate(fh.fileno(), reserve)
+                except OSError as err:
+                    raise OutputError(
+                        f"cannot write {dest}: {_describe(err)} "
+                        f"(reserving {_size(reserve)} in {folder})"
+                    ) from None
             yield fh
             try:
+                if reserve > 0:
+                    fh.truncate()  # where the writer stopped: the unused reservation goes
                 fh.flush()
                 if fsync:
                     os.fsync(fh.fileno())
