@@ -8,10 +8,13 @@ one file, for ``blurapp apply``.
 
 from __future__ import annotations
 
+import math
 import queue
+import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,17 +23,20 @@ import numpy as np
 from blurapp import pipeline
 from blurapp.core.errors import BlurappError, ImageError
 from blurapp.core.filterspec import FilterSpec
+from blurapp.core.tiling import TILE_TEXELS, TileGrid
 from blurapp.engine import tile_grid
 from blurapp.io import (
     DEFAULT_MAX_PIXELS,
     ImageData,
     ImageInfo,
+    check_pixel_limit,
     output_dtype,
     probe_image,
     read_image,
     with_pixels,
     write_image,
 )
+from blurapp.io.tiffstream import TIFF_TILE, open_tiff_source, tiff_sink
 
 __all__ = [
     "BatchInterrupted",
@@ -38,10 +44,14 @@ __all__ = [
     "FileRecord",
     "Job",
     "MemoryBudget",
+    "StreamPlan",
     "available_memory",
     "check_memory",
     "process_file",
     "run_pipeline",
+    "stream_file",
+    "stream_plan",
+    "streaming_bytes",
 ]
 
 #: Default bytes of images in flight in a batch (decoded, filtered or being encoded). One image
@@ -126,6 +136,155 @@ def file_dtype(spec: FilterSpec, stored: np.dtype, fmt: str) -> np.dtype:
     return output_dtype(spec.output_dtype(stored), fmt)
 
 
+@dataclass(frozen=True)
+class StreamPlan:
+    """How a large TIFF streams into a TIFF (see :func:`stream_plan`).
+
+    Attributes:
+        grid: the tiles it runs in.
+        max_tile_side: the tile side to ask :func:`blurapp.pipeline.stream_pixels` for
+            (``--max-tile-side``, or tiles of the usual size when only memory is short).
+        need: the bytes streaming holds at its worst moment (:func:`streaming_bytes`).
+    """
+
+    grid: TileGrid
+    max_tile_side: int | None
+    need: int
+
+
+def streaming_bytes(
+    grid: TileGrid,
+    channels: int,
+    dtype: np.dtype,
+    spec: FilterSpec,
+    out_dtype: np.dtype,
+    cache: int = 0,
+) -> int:
+    """Host bytes a streamed file holds at its worst moment: the tiles in flight (one gathered
+    and prepared, one on the GPU, one being finished: :func:`blurapp.pipeline.working_bytes`
+    of a tile each), the GPU's textures and readback buffer of one tile (host memory on
+    lavapipe: four RGBA float images), two bands of output rows for the TIFF writer (one being
+    filled, one being encoded, plus the rows of 256×256 tiles queued between them), and the
+    source's cache of decoded strips or tiles (``cache``)."""
+    top, bottom, left, right = grid.halo
+    rows = min(grid.side, grid.height) + top + bottom
+    cols = min(grid.side, grid.width) + left + right
+    tile = pipeline.working_bytes(cols, rows, channels, dtype, spec, out_dtype)
+    gpu = rows * cols * 16 * 4
+    band_rows = 2 * (min(grid.side, grid.height) + 2 * TIFF_TILE)
+    band = band_rows * grid.width * max(channels, 1) * np.dtype(out_dtype).itemsize
+    return 3 * tile + gpu + band + cache
+
+
+def stream_plan(
+    source: Path, info: ImageInfo, fmt: str, spec: FilterSpec, encode: EncodeSettings
+) -> StreamPlan | None:
+    """Whether ``source`` streams into an output of ``fmt`` instead of being decoded whole.
+
+    A TIFF into a TIFF streams, read a region at a time and written a row of tiles at a time
+    (:mod:`blurapp.io.tiffstream`), when tifffile reads it region by region and it runs in
+    tiles anyway (larger than the device or the whole-image budget takes, or
+    ``--max-tile-side``), or when decoding it whole would not fit in memory (then in tiles of
+    the usual size). ``None``: the whole-image path.
+    """
+    if info.format != "tiff" or fmt != "tiff":
+        return None
+    out_dtype = file_dtype(spec, info.dtype, fmt)
+    shape = (info.height, info.width)
+    grid = tile_grid(
+        shape, spec.effective_kernel, spec.strategy, max_tile_side=encode.max_tile_side
+    )
+    side = encode.max_tile_side
+    if grid.whole:
+        whole = pipeline.working_bytes(
+            info.width, info.height, info.channels, info.dtype, spec, out_dtype
+        )
+        available = available_memory()
+        if available is None or whole <= available * MEMORY_SHARE:
+            return None
+        side = math.isqrt(TILE_TEXELS)  # decoding it whole would not fit: tiles of the usual size
+        grid = tile_grid(shape, spec.effective_kernel, spec.strategy, max_tile_side=side)
+        if grid.whole:
+            return None
+    try:
+        src = open_tiff_source(source)
+    except Exception:  # the whole-image reader says what is wrong with the file
+        return None
+    if src is None:
+        return None
+    with src:
+        top, bottom, left, right = grid.halo
+        rows = min(grid.side, grid.height) + top + bottom
+        cols = min(grid.side, grid.width) + left + right
+        cache = src.cache_bound(rows, cols)
+        need = streaming_bytes(grid, info.channels, src.dtype, spec, out_dtype, cache)
+    return StreamPlan(grid, side, need)
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Make SIGTERM stop the work like Ctrl-C does (KeyboardInterrupt): cleanly, with no
+    partial file. Only in the main thread (elsewhere signal handlers cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stream_file(
+    source: Path,
+    output: Path,
+    spec: FilterSpec,
+    encode: EncodeSettings,
+    plan: StreamPlan,
+    *,
+    check: Callable[[], None] | None = None,
+) -> pipeline.FilterResult:
+    """Filter the TIFF ``source`` into the TIFF ``output`` a tile at a time, as ``plan`` says:
+    regions read from the file (:class:`blurapp.io.tiffstream.TiffSource`) through
+    :func:`blurapp.pipeline.stream_pixels` into the tiled writer
+    (:func:`blurapp.io.tiffstream.tiff_sink`), which publishes the file atomically when it is
+    complete and removes its temporary on any error, Ctrl-C or SIGTERM included.
+
+    Arguments:
+        check: called between tiles; it raises to cancel (the output is then not written).
+
+    Returns:
+        The filter's result; its ``image`` is ``None`` (the pixels went to the file).
+    """
+    try:
+        src = open_tiff_source(source)
+    except Exception as err:
+        raise ImageError(f"cannot read {source}: {err}") from None
+    if src is None:  # it was streamable a moment ago
+        raise ImageError(f"cannot read {source}: the file changed while being read")
+    out_dtype = file_dtype(spec, src.dtype, "tiff")
+    with (
+        src,
+        sigterm_as_interrupt(),
+        tiff_sink(
+            output,
+            src.shape,
+            out_dtype,
+            band_rows=min(plan.grid.side, plan.grid.height),
+            metadata=src.metadata,
+            compress_level=encode.compress_level,
+            overwrite=encode.overwrite,
+        ) as sink,
+    ):
+        return pipeline.stream_pixels(
+            src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check
+        )
+
+
 def process_file(
     source: Path,
     output: Path,
@@ -135,16 +294,24 @@ def process_file(
 ) -> pipeline.FilterResult:
     """Read ``source``, filter it and write ``output`` (atomically) in ``fmt``.
 
+    A large TIFF into a TIFF streams a tile at a time (:func:`stream_plan`,
+    :func:`stream_file`): then the memory guard counts what streaming holds, and the result's
+    ``image`` is ``None``.
+
     Returns:
-        The filter's result (its pixels as written).
+        The filter's result (its pixels as written, or ``None`` when streamed).
     """
     info = probe_image(source)
-    if info.pixels <= encode.max_pixels:  # else read_image refuses it with its own line
-        need = pipeline.working_bytes(
-            info.width, info.height, info.channels, info.dtype, spec,
-            file_dtype(spec, info.dtype, fmt),
-        )  # fmt: skip
-        check_memory(source, info, need)
+    check_pixel_limit(source, info, encode.max_pixels)
+    plan = stream_plan(source, info, fmt, spec, encode)
+    if plan is not None:
+        check_memory(source, info, plan.need)
+        return stream_file(source, output, spec, encode, plan)
+    need = pipeline.working_bytes(
+        info.width, info.height, info.channels, info.dtype, spec,
+        file_dtype(spec, info.dtype, fmt),
+    )  # fmt: skip
+    check_memory(source, info, need)
     image = read_image(source, max_pixels=encode.max_pixels)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
     result = pipeline.filter_pixels(
@@ -243,12 +410,18 @@ class MemoryBudget:
 class _Item:
     job: Job
     record: FileRecord
-    image: ImageData
+    image: ImageData | None  # None for a streamed file (never decoded whole)
     reserved: int
     prepared: pipeline.Prepared | None = None  # whole images: the stages overlap on threads
     filtered: pipeline.Filtered | None = None
     tiled: bool = False  # larger than the device takes: the filter thread streams its tiles
     result: pipeline.FilterResult | None = None
+    plan: StreamPlan | None = None  # a large TIFF: read, filtered and written on the GPU thread
+    shape: tuple[int, int] = (0, 0)
+
+
+class _CancelledError(Exception):
+    """The batch was stopped while a streamed file was being filtered."""
 
 
 _DONE = object()
@@ -313,20 +486,31 @@ def run_pipeline(
             try:
                 info = probe_image(job.input)
                 record.width, record.height = info.width, info.height
+                check_pixel_limit(job.input, info, encode.max_pixels)
                 out_dtype = file_dtype(spec, info.dtype, job.format)
-                reserved = pipeline.working_bytes(
-                    info.width, info.height, info.channels, info.dtype, spec, out_dtype
-                )
-                if info.pixels <= encode.max_pixels:
-                    check_memory(job.input, info, reserved)
+                plan = stream_plan(job.input, info, job.format, spec, encode)
+                if plan is not None:
+                    reserved = plan.need
+                else:
+                    reserved = pipeline.working_bytes(
+                        info.width, info.height, info.channels, info.dtype, spec, out_dtype
+                    )
+                check_memory(job.input, info, reserved)
                 reserved = min(reserved, memory_budget)
-                if info.pixels > encode.max_pixels:
-                    reserved = 0  # read_image refuses it without decoding
                 if not budget.acquire(reserved, stop):
                     return
+                if plan is not None:  # read, filtered and written by the filter thread
+                    record.channels = info.channels
+                    stored = np.float32 if info.dtype == np.float16 else info.dtype
+                    record.dtype = np.dtype(stored).name
+                    item = _Item(job, record, None, reserved, plan=plan)
+                    item.shape = (info.height, info.width)
+                    filter_q.put(item)
+                    continue
                 image = read_image(job.input, max_pixels=encode.max_pixels)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
                 item = _Item(job, record, image, reserved)
+                item.shape = image.pixels.shape[:2]
                 grid = tile_grid(
                     image.pixels.shape,
                     spec.effective_kernel,
@@ -369,13 +553,25 @@ def run_pipeline(
                 budget.release(item.reserved)
                 continue
             try:
-                src = item.image.pixels
-                if shape is not None and src.shape[:2] != shape and spec.runs_on_gpu:
+                if shape is not None and item.shape != shape and spec.runs_on_gpu:
                     # The GPU keeps textures per image size; one size at a time bounds memory.
                     from blurapp.gpu.engine import get_filter
 
                     get_filter().clear()
-                shape = src.shape[:2]
+                shape = item.shape
+                if item.plan is not None:
+
+                    def check() -> None:
+                        if stop.is_set():
+                            raise _CancelledError
+
+                    item.result = stream_file(
+                        item.job.input, item.job.output, spec, encode, item.plan, check=check
+                    )
+                    encode_q.put(item)
+                    continue
+                assert item.image is not None
+                src = item.image.pixels
                 if item.tiled:
                     dtype = file_dtype(spec, src.dtype, item.job.format)
                     item.result = pipeline.filter_pixels(
@@ -387,6 +583,8 @@ def run_pipeline(
                     item.prepared = None
                     item.filtered.prepared.x = None  # type: ignore[assignment]  # free the input
                 encode_q.put(item)
+            except _CancelledError:
+                budget.release(item.reserved)  # recorded as cancelled; nothing was written
             except Exception as err:
                 budget.release(item.reserved)
                 msg = str(err) if isinstance(err, BlurappError) else f"{type(err).__name__}: {err}"
@@ -399,7 +597,8 @@ def run_pipeline(
                 return
             assert isinstance(item, _Item)
             try:
-                if stop.is_set():
+                streamed = item.plan is not None  # already written by the filter thread
+                if stop.is_set() and not streamed:
                     continue
                 done = item.result  # a tiled image: filtered to its pixels on the GPU thread
                 if done is None:
@@ -407,8 +606,10 @@ def run_pipeline(
                     assert f is not None
                     done = pipeline.FilterResult(pipeline.finish(f), f.timing, f.strategy, f.reason)
                 item.filtered = item.result = None
-                pixels = with_pixels(item.image, done.image)
-                _write(item.job.output, item.job.format, pixels, encode)
+                if not streamed:
+                    assert item.image is not None
+                    pixels = with_pixels(item.image, done.image)
+                    _write(item.job.output, item.job.format, pixels, encode)
                 timing = done.timing
                 rec = item.record
                 rec.strategy, rec.reason, rec.timer = done.strategy, done.reason, timing.timer

@@ -3,7 +3,8 @@ atomic writer that every output of blurapp goes through (DESIGN.md, "Layers").
 
 ``blurapp.io.images`` reads and writes PNG, JPEG, TIFF, WebP, BMP and ``.npy``;
 ``blurapp.io.kernels`` writes kernel JSON files; ``blurapp.io.atomic`` holds the writer and the
-never-overwrite rule (:func:`check_output` before any work, :func:`atomic_output` to write).
+never-overwrite rule (:func:`check_output` before any work, :func:`atomic_output` to write);
+``blurapp.io.tiffstream`` reads and writes large TIFFs a region at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from blurapp.io.images import (
     FORMATS,
     ImageData,
     ImageInfo,
+    check_pixel_limit,
     format_from_path,
     output_dtype,
     probe_image,
@@ -41,6 +43,7 @@ __all__ = [
     "ImageInfo",
     "atomic_output",
     "check_output",
+    "check_pixel_limit",
     "check_writable",
     "file_identity",
     "format_from_path",

@@ -18,6 +18,7 @@ calls, under a lock, and put back afterwards (see :func:`_pillow_open`).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import struct
@@ -40,6 +41,7 @@ __all__ = [
     "FORMATS",
     "ImageData",
     "ImageInfo",
+    "check_pixel_limit",
     "format_from_path",
     "output_dtype",
     "probe_image",
@@ -387,12 +389,7 @@ def read_image(path: str | os.PathLike[str], *, max_pixels: int = DEFAULT_MAX_PI
     """
     p = Path(path)
     info = probe_image(p)
-    if info.pixels > max_pixels:
-        raise ImageError(
-            f"cannot read {p}: {info.width}×{info.height} is {info.pixels / 1e6:.1f} megapixels, "
-            f"over the limit of {max_pixels / 1e6:g} (a guard against decompression bombs: "
-            "--max-megapixels raises it)"
-        )
+    check_pixel_limit(p, info, max_pixels)
     try:
         if info.format == "npy":
             data = _read_npy(p)
@@ -413,6 +410,23 @@ def read_image(path: str | os.PathLike[str], *, max_pixels: int = DEFAULT_MAX_PI
         ) from None
     _check_pixels(p, data.pixels)
     return data
+
+
+def check_pixel_limit(path: str | os.PathLike[str], info: ImageInfo, max_pixels: int) -> None:
+    """Refuse, from its header, an image of more than ``max_pixels`` pixels.
+
+    Raises:
+        ImageError: one line naming the file, its size, the limit and the option that allows
+            it (``--max-megapixels N``).
+    """
+    if info.pixels <= max_pixels:
+        return
+    needed = math.ceil(info.pixels / 1e6)
+    raise ImageError(
+        f"cannot read {os.fspath(path)}: {info.width}×{info.height} is "
+        f"{info.pixels / 1e6:.1f} megapixels, over the limit of {max_pixels / 1e6:g} (a guard "
+        f"against decompression bombs: pass --max-megapixels {needed} to allow it)"
+    )
 
 
 def _describe(err: BaseException) -> str:
@@ -779,6 +793,12 @@ def _write_tifffile(fh: IO[bytes], pixels: np.ndarray, level: int, icc: bytes | 
     import tifffile
 
     c = 1 if pixels.ndim == 2 else pixels.shape[2]
+    tifffile.imwrite(fh, pixels, **_tifffile_options(c, level, icc))
+
+
+def _tifffile_options(c: int, level: int, icc: bytes | None) -> dict[str, Any]:
+    """tifffile's write arguments for ``c`` channels at deflate ``level`` (0: none), shared
+    with the streamed TIFF writer (blurapp.io.tiffstream)."""
     kwargs: dict[str, Any] = {
         "photometric": "rgb" if c >= 3 else "minisblack",
         "planarconfig": "contig",
@@ -790,7 +810,7 @@ def _write_tifffile(fh: IO[bytes], pixels: np.ndarray, level: int, icc: bytes | 
         kwargs.update(compression="zlib", compressionargs={"level": level})
     if icc:
         kwargs["iccprofile"] = icc
-    tifffile.imwrite(fh, pixels, **kwargs)
+    return kwargs
 
 
 def with_pixels(image: ImageData, pixels: np.ndarray) -> ImageData:
