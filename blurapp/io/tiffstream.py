@@ -483,7 +483,8 @@ class TiffSink:
     def finish(self) -> None:
         """All windows were given: tell the encoder, which then completes the file."""
         if self._next != self._height or self._filled:
-            raise ValueError(f"only {self._next} of {self._height} rows were written")
+            given = self._row_y0 if self._filled else self._row_y1
+            raise ValueError(f"only {given} of {self._height} rows were given to the writer")
         self._put(_END)  # type: ignore[arg-type]
 
     def tiles(self) -> Iterator[np.ndarray]:
