@@ -18,8 +18,9 @@ halos (:mod:`blurapp.core.tiling`), the same three stages per tile.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -56,6 +57,11 @@ _ALPHA_EPS = 1e-7
 Convert = Callable[[np.ndarray], np.ndarray]
 #: Receives each finished tile: ``(y0, y1, x0, x1)`` and the tile's output pixels.
 Sink = Callable[[tuple[int, int, int, int], np.ndarray], None]
+
+#: Tiles of one image in flight on the GPU's side: one reading back, one executing, one
+#: waiting with its upload laid out (on lavapipe, whose submissions execute in the submitting
+#: thread, fewer leave the device idle between tiles).
+_GPU_THREADS = 3
 
 #: After a run in tiles, textures for tiles up to this many texels stay on the GPU (a live
 #: preview that renders in small tiles reuses them); larger ones are released.
@@ -502,9 +508,33 @@ def _filter_tiles(
     total = len(windows) * len(passes)
     done = 0
     shape: tuple[int, ...] | None = None
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="blurapp-tile") as pool:
+    # Tiles in flight on GPU threads: while one tile's passes execute, the next one is planned
+    # and laid out for upload (then waits for the GPU's lock) and the previous one is read
+    # back (GpuFilter.run holds its lock only up to the submission).
+    with (
+        ThreadPoolExecutor(max_workers=2, thread_name_prefix="blurapp-tile") as pool,
+        ThreadPoolExecutor(max_workers=_GPU_THREADS, thread_name_prefix="blurapp-gpu") as gpu,
+    ):
+        running: deque[tuple[Future[Filtered], tuple[int, int, int, int], tuple[int, int]]]
+        running = deque()
+        consuming: Future[None] | None = None
+
+        def hand_over(consume: Callable[[Filtered, tuple[int, int, int, int]], None]) -> None:
+            """The oldest running tile's result to ``consume``, in the windows' order."""
+            nonlocal consuming, done, ran, reason
+            future, window, origin = running.popleft()
+            filtered = future.result()
+            timings.append(filtered.timing)
+            ran, reason = filtered.strategy, filtered.reason
+            if consuming is not None:
+                consuming.result()
+            consuming = pool.submit(consume, interior(filtered, window, origin), window)
+            done += 1
+            if progress is not None:
+                progress(done, total)
+
         for consume in passes:
-            timings = []
+            timings.clear()
             upcoming = pool.submit(prepared_tile, windows[0])
             consuming = None
             try:
@@ -515,22 +545,23 @@ def _filter_tiles(
                     if i + 1 < len(windows):
                         upcoming = pool.submit(prepared_tile, windows[i + 1])
                     if shape is not None and prepared.x.shape != shape:
+                        while running:
+                            hand_over(consume)
                         release_gpu_memory()  # one tile size's textures at a time
                     shape = prepared.x.shape
-                    filtered = run(prepared)
+                    running.append((gpu.submit(run, prepared), window, origin))
                     del prepared
-                    timings.append(filtered.timing)
-                    ran, reason = filtered.strategy, filtered.reason
-                    if consuming is not None:
-                        consuming.result()
-                    consuming = pool.submit(consume, interior(filtered, window, origin), window)
-                    done += 1
-                    if progress is not None:
-                        progress(done, total)
+                    if len(running) == _GPU_THREADS:
+                        hand_over(consume)
+                while running:
+                    hand_over(consume)
                 if consuming is not None:
                     consuming.result()
             except BaseException:
                 upcoming.cancel()
+                for future, _, _ in running:
+                    future.cancel()
+                running.clear()
                 if consuming is not None:
                     consuming.cancel()
                 raise

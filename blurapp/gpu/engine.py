@@ -95,10 +95,22 @@ class _ShapeResources:
     staging: dict[str, np.ndarray] = field(default_factory=dict)
     # input format -> (input_key, channels) of what its texture holds; None: not known
     uploaded: dict[str, tuple[Hashable, int] | None] = field(default_factory=dict)
-    # output format -> (mappable buffer, padded bytes per row), made on first use of the format
-    readbacks: dict[str, tuple[Any, int]] = field(default_factory=dict)
+    # output format -> free (mappable buffer, padded bytes per row): a run takes one and gives
+    # it back once read, so that a run maps its own while the next one's passes execute
+    readbacks: dict[str, list[tuple[Any, int]]] = field(default_factory=dict)
     # what a strategy with its own run keeps for this shape (fft: its buffers, bind groups)
     owned: dict[Hashable, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Submitted:
+    """A run whose passes are submitted: its own readback buffer (being mapped) and timer."""
+
+    res: _ShapeResources
+    output: str
+    readback: tuple[Any, int]
+    mapped: Any  # the mapping's promise
+    timer: PassTimer
 
 
 def _check_storage(storage: str) -> tuple[str, type, int]:
@@ -143,6 +155,17 @@ def to_storage(x: np.ndarray, storage: str) -> np.ndarray:
     if dtype is np.uint8:
         return np.rint(np.clip(x, 0.0, 1.0) * 255.0).astype(np.uint8)
     return np.ascontiguousarray(x, dtype=dtype)
+
+
+def _staged(x: np.ndarray, storage: str) -> np.ndarray:
+    """``x`` in the input texture's layout (RGBA of the storage format's type), a new array."""
+    x = to_storage(x, storage)
+    if x.shape[2] == 4:
+        return x
+    staged = np.empty((*x.shape[:2], 4), x.dtype)
+    staged[:, :, : x.shape[2]] = x
+    staged[:, :, x.shape[2] :] = 0
+    return staged
 
 
 def _check_image(x: np.ndarray, limits: DeviceLimits, max_buffer: int) -> np.ndarray:
@@ -285,7 +308,8 @@ class GpuFilter:
         # (dst texture format, adds a sum) -> (bind group layout, pipeline layout): the storage
         # texture's format is part of the layout, and so is lowrank's sum texture (binding 4).
         self._layouts: dict[tuple[str, bool], tuple[Any, Any]] = {}
-        self._timer: PassTimer | None = None
+        self._timer: PassTimer | None = None  # a strategy with its own run (under the lock)
+        self._timers: list[PassTimer] = []  # free for runs that are read outside the lock
         self.uploads = 0  # input textures written (a run with a known input_key skips it)
 
     @property
@@ -371,6 +395,10 @@ class GpuFilter:
             tile, channels, tolerance,
         )  # fmt: skip
         passes = with_output(passes, output)
+        # The upload's layout is made before the lock (on lavapipe, another thread's run holds
+        # the lock while its passes execute); a keyed input may be skipped, so it waits.
+        staged = _staged(x, storage) if input_key is None and not hasattr(strat, "run") else None
+        submitted = None
         with self._lock:
             self._compile_ms = 0.0
             made = self.stats["pipelines"]
@@ -381,7 +409,12 @@ class GpuFilter:
                     storage=storage, convert=convert, output=output, input_key=input_key,
                 )  # fmt: skip
             else:
-                out, pass_ms, timer = self._execute(x, passes, storage, convert, output, input_key)
+                submitted = self._submit(x, passes, storage, output, input_key, staged)
+            compile_ms, first_run = self._compile_ms, self.stats["pipelines"] > made
+        if submitted is not None:
+            # Outside the lock: another thread's run (the next tile) uploads and submits while
+            # this one waits for its passes and reads its result back.
+            out, pass_ms, timer = self._collect(submitted, channels, convert)
         result = out[:, :, 0] if squeeze and convert is None else out
         timing = Timing(
             passes=tuple(
@@ -391,8 +424,8 @@ class GpuFilter:
             timer=timer,
             pixels=width * height,
             wall_ms=(time.perf_counter() - start) * 1e3,
-            compile_ms=self._compile_ms,
-            first_run=self.stats["pipelines"] > made,
+            compile_ms=compile_ms,
+            first_run=first_run,
         )
         return result, timing
 
@@ -491,22 +524,30 @@ class GpuFilter:
 
     # -- execution --------------------------------------------------------------------------
 
-    def _execute(
+    def _submit(
         self,
         x: np.ndarray,
         passes: tuple[PassSpec, ...],
         storage: str,
-        convert: Callable[[np.ndarray], np.ndarray] | None = None,
-        output: str = "rgba32f",
+        output: str,
         input_key: Hashable | None = None,
-    ) -> tuple[np.ndarray, list[float], str]:
+        staged: np.ndarray | None = None,
+    ) -> _Submitted:
+        """Upload ``x``, record and submit the passes and the copy of the result into a
+        readback buffer of this run's own, and ask for that buffer's mapping (under the lock).
+
+        The mapping is asked for at once, so that the device's poll waits for this submission
+        and not for a later one; :meth:`_collect` waits for it and reads the result.
+        """
+        import wgpu
+
         device = self.context.device
         height, width, channels = x.shape
         fmt = STORAGE_FORMATS[storage][0]
         res = self._resources(width, height)
         # The passes' shaders and texture slots name their bind groups and uniforms.
         strategy_key = "/".join(f"{p.shader}:{p.src}>{p.dst}+{p.add}" for p in passes)
-        self._upload(res, x, storage, input_key)
+        self._upload(res, x, storage, input_key, staged)
 
         commands = []
         for i, p in enumerate(passes):
@@ -521,25 +562,58 @@ class GpuFilter:
                 device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
             commands.append((p, pipeline, bind_group))
 
-        timer = self._pass_timer()
-        encoder = device.create_command_encoder()
-        for i, (p, pipeline, bind_group) in enumerate(commands):
-            cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
-            cpass.set_pipeline(pipeline)
-            cpass.set_bind_group(0, bind_group)
-            cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
-            cpass.end()
-            encoder = timer.after_pass(encoder)
-        self._copy_output(encoder, res, output)
-        timer.resolve(encoder)
-        device.queue.submit([encoder.finish()])
-        out = self._map_output(res, output, channels, convert)
-        return out, timer.read_ms(), timer.timer
+        timer = self._take_timer()
+        readback = self._take_readback(res, output)
+        try:
+            encoder = device.create_command_encoder()
+            for i, (p, pipeline, bind_group) in enumerate(commands):
+                cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
+                cpass.set_pipeline(pipeline)
+                cpass.set_bind_group(0, bind_group)
+                cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
+                cpass.end()
+                encoder = timer.after_pass(encoder)
+            self._copy_output(encoder, res, output, readback)
+            timer.resolve(encoder)
+            device.queue.submit([encoder.finish()])
+            mapped = readback[0].map_async(wgpu.MapMode.READ)
+        except BaseException:
+            self._timers.append(timer)
+            raise
+        return _Submitted(res, output, readback, mapped, timer)
+
+    def _collect(
+        self,
+        submitted: _Submitted,
+        channels: int,
+        convert: Callable[[np.ndarray], np.ndarray] | None,
+    ) -> tuple[np.ndarray, list[float], str]:
+        """Wait for a submitted run, read its result (``convert`` on a read-only view of the
+        mapped buffer) and its pass times; the readback and the timer go back for reuse."""
+        res, output, readback, timer = (
+            submitted.res, submitted.output, submitted.readback, submitted.timer,
+        )  # fmt: skip
+        submitted.mapped.sync_wait()
+        try:
+            out = self._read_mapped(res, output, readback, channels, convert)
+        finally:
+            readback[0].unmap()
+        pass_ms = timer.read_ms()
+        with self._lock:
+            res.readbacks.setdefault(output, []).append(readback)
+            self._timers.append(timer)
+        return out, pass_ms, timer.timer
 
     def _upload(
-        self, res: _ShapeResources, x: np.ndarray, storage: str, input_key: Hashable | None
+        self,
+        res: _ShapeResources,
+        x: np.ndarray,
+        storage: str,
+        input_key: Hashable | None,
+        staged: np.ndarray | None = None,
     ) -> None:
-        """Write ``x`` into the input texture of its storage format, unless it holds it already."""
+        """Write ``x`` into the input texture of its storage format, unless it holds it already
+        (``staged``: ``x`` already in the texture's layout, from :func:`_staged`)."""
         height, width, channels = x.shape
         fmt, _, texel = STORAGE_FORMATS[storage]
         in_tex, _ = self._texture(res, "input", (width, height), fmt)
@@ -547,10 +621,12 @@ class GpuFilter:
         device = self.context.device
         if held is None or res.uploaded.get(fmt) != held:
             res.uploaded[fmt] = None  # unknown until the upload below has been queued
-            x = to_storage(x, storage)
-            if channels == 4:
-                upload = x  # already RGBA in the texture's layout: no staging copy
+            if staged is not None:
+                upload = staged
+            elif channels == 4:
+                upload = to_storage(x, storage)  # RGBA in the texture's layout: no staging copy
             else:
+                x = to_storage(x, storage)
                 upload = res.staging.get(fmt)
                 if upload is None:
                     upload = res.staging[fmt] = np.zeros((height, width, 4), dtype=x.dtype)
@@ -565,11 +641,14 @@ class GpuFilter:
             self.uploads += 1
             res.uploaded[fmt] = held
 
-    def _copy_output(self, encoder: Any, res: _ShapeResources, output: str) -> None:
-        """Encode the copy of the output texture of format ``output`` into its readback buffer."""
+    def _copy_output(
+        self, encoder: Any, res: _ShapeResources, output: str, readback: tuple[Any, int]
+    ) -> None:
+        """Encode the copy of the output texture of format ``output`` into ``readback`` (from
+        :meth:`_take_readback`)."""
         width, height = res.width, res.height
         out_tex, _ = self._texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])
-        readback, row_bytes = self._readback(res, output)
+        readback, row_bytes = readback
         encoder.copy_texture_to_buffer(
             {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
             {
@@ -585,25 +664,38 @@ class GpuFilter:
         self,
         res: _ShapeResources,
         output: str,
+        readback: tuple[Any, int],
         channels: int,
         convert: Callable[[np.ndarray], np.ndarray] | None,
     ) -> np.ndarray:
-        """The result in the readback buffer (after the submission that copied it), H×W×C, or
-        what ``convert`` makes of a read-only view of it."""
+        """The result in ``readback`` (after the submission that copied it), H×W×C, or what
+        ``convert`` makes of a read-only view of it; the buffer is given back for reuse."""
         import wgpu
 
-        width, height = res.width, res.height
-        readback, row_bytes = self._readback(res, output)
-        readback.map_sync(wgpu.MapMode.READ)
+        readback[0].map_sync(wgpu.MapMode.READ)
         try:
-            dtype = np.float32 if OUTPUT_FORMATS[output][1] == TEXEL_BYTES else np.uint8
-            raw = np.frombuffer(readback.read_mapped(copy=False), dtype=dtype)
-            rows = raw.reshape(height, row_bytes // raw.itemsize)[:, : width * 4]
-            view = rows.reshape(height, width, 4)[:, :, :channels]
-            out = view.copy() if convert is None else convert(view)
+            return self._read_mapped(res, output, readback, channels, convert)
         finally:
-            readback.unmap()
-        return out
+            readback[0].unmap()
+            with self._lock:
+                res.readbacks.setdefault(output, []).append(readback)
+
+    @staticmethod
+    def _read_mapped(
+        res: _ShapeResources,
+        output: str,
+        readback: tuple[Any, int],
+        channels: int,
+        convert: Callable[[np.ndarray], np.ndarray] | None,
+    ) -> np.ndarray:
+        """The H×W×C result in a mapped readback buffer (a copy), or ``convert``'s."""
+        buffer, row_bytes = readback
+        width, height = res.width, res.height
+        dtype = np.float32 if OUTPUT_FORMATS[output][1] == TEXEL_BYTES else np.uint8
+        raw = np.frombuffer(buffer.read_mapped(copy=False), dtype=dtype)
+        rows = raw.reshape(height, row_bytes // raw.itemsize)[:, : width * 4]
+        view = rows.reshape(height, width, 4)[:, :, :channels]
+        return view.copy() if convert is None else convert(view)
 
     # -- caches -------------------------------------------------------------------------------
 
@@ -618,17 +710,25 @@ class GpuFilter:
     def _resources(self, width: int, height: int) -> _ShapeResources:
         return self._shapes.get_or_make((width, height), lambda: _ShapeResources(width, height))
 
-    def _readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
-        """The mappable buffer ``output``'s texture is copied into, and its bytes per row."""
+    def _take_readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
+        """A readback buffer of ``output``'s format for one run in flight (under the lock);
+        :meth:`_collect` gives it back."""
         import wgpu
 
-        found = res.readbacks.get(output)
-        if found is None:
-            _, texel = OUTPUT_FORMATS[output]
-            row_bytes = math.ceil(res.width * texel / _ROW_ALIGN) * _ROW_ALIGN
-            usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-            found = res.readbacks[output] = (self._buffer(row_bytes * res.height, usage), row_bytes)
-        return found
+        free = res.readbacks.setdefault(output, [])
+        if free:
+            return free.pop()
+        _, texel = OUTPUT_FORMATS[output]
+        row_bytes = math.ceil(res.width * texel / _ROW_ALIGN) * _ROW_ALIGN
+        usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+        return self._buffer(row_bytes * res.height, usage), row_bytes
+
+    def _take_timer(self) -> PassTimer:
+        """A pass timer for one run in flight (under the lock); :meth:`_collect` gives it back."""
+        if self._timers:
+            return self._timers.pop()
+        ctx = self.context
+        return PassTimer(ctx.device, _MAX_PASSES, use_timestamps=ctx.has_timestamps)
 
     def _buffer(self, size: int, usage: int) -> Any:
         self.stats["buffers"] += 1

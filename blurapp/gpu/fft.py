@@ -545,11 +545,12 @@ def run(
             encoder = timer.after_pass(encoder)
         last = index == len(batches) - 1
         if last:
-            engine._copy_output(encoder, res, output)
+            readback = engine._take_readback(res, output)
+            engine._copy_output(encoder, res, output, readback)
         timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
         if not last:
             totals = [t + ms for t, ms in zip(totals, timer.read_ms(), strict=True)]
-    out = engine._map_output(res, output, channels, convert)
+    out = engine._map_output(res, output, readback, channels, convert)
     totals = [t + ms for t, ms in zip(totals, timer.read_ms(), strict=True)]
     return out, totals, timer.timer
