@@ -17,7 +17,7 @@ from blurapp.core import strategies
 from blurapp.core.borders import Border
 from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
-from blurapp.core.lowrank import is_finite_image, low_rank
+from blurapp.core.lowrank import low_rank
 from blurapp.core.numbers import from_float, to_float
 from blurapp.core.planner import DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
@@ -151,8 +151,14 @@ def filter_float(
             texture already holds ``x`` skips the upload (see
             :meth:`blurapp.gpu.engine.GpuFilter.run`). ``None`` uploads every time.
         tolerance: the error ``lowrank`` may make per unit of max |x| (``None``: half an 8-bit
-            step; :mod:`blurapp.core.lowrank`). On an image with NaN or Inf, ``auto`` does not
-            pick lowrank (and says so) and an explicit ``lowrank`` is a StrategyError.
+            step; :mod:`blurapp.core.lowrank`).
+
+    NaN and Inf in ``x`` give NaN and Inf exactly where the float64 reference has them, whatever
+    the strategy (DESIGN.md "Numbers"): one whose arithmetic would spread them (``lowrank``,
+    ``fft``: :meth:`~blurapp.core.strategies.StrategyInfo.needs_nan_overlay`) runs on the finite
+    values and gets its non-finite outputs written over the float result before ``output``'s
+    quantisation and ``convert`` (:mod:`blurapp.gpu.nonfinite`); finite images pay nothing but
+    a scan for such strategies.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
@@ -170,12 +176,8 @@ def filter_float(
     info = strategies.STRATEGIES[strategy]
     if info.runs_on == "planner":
         chosen = plan(kernel, gpu_limits(), tolerance=tolerance)
-        if strategies.STRATEGIES[chosen.strategy].spreads_nan and not is_finite_image(x):
-            chosen = plan(kernel, gpu_limits(), tolerance=tolerance, finite=False)
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile
-    elif info.spreads_nan and not is_finite_image(x):  # asked for by name: one line, not NaN
-        raise StrategyError(info.non_finite_problem())
     if strategy == strategies.LOWRANK and not reason:
         reason = low_rank(kernel, tolerance).describe()  # the k and the error it promises
     if strategies.STRATEGIES[strategy].runs_on == "cpu":
@@ -198,6 +200,15 @@ def filter_float(
         xs = x  # already what an rgba8unorm texture holds (v / 255): no float copy
     else:
         xs = np.ascontiguousarray(x, dtype=np.float32)
+    if strategies.STRATEGIES[strategy].needs_nan_overlay(kernel):
+        from blurapp.gpu.nonfinite import run_exact
+
+        exact = run_exact(
+            xs, kernel, border, strategy, tile,
+            storage=storage, convert=convert, output=output, tolerance=tolerance,
+        )  # fmt: skip
+        if exact is not None:  # the image had NaN or Inf
+            return (*exact, strategy, reason)
     result, timing = get_filter().run(
         xs,
         kernel,

@@ -46,6 +46,10 @@ Size limit: no spec may ask for more than ``MAX_KERNEL_SIDE`` = 513 taps per sid
 ``box:1001`` or ``gaussian:sigma=200`` (radius 800) raise :class:`KernelSpecError` before any
 memory is allocated. The same limit applies to :meth:`Kernel.from_weights` and JSON files.
 
+Weights float32 cannot hold are refused when beyond its range (|w| > 3.4e38) and are zero taps
+when below its normal numbers (|w| < 1.18e-38: set to exactly 0, for the reference and the GPU
+alike; :mod:`blurapp.core.nonfinite`).
+
 Every kernel carries its canonical spec: ``Kernel.parse(k.spec)`` gives bit-identical weights
 and the same spec. Kernels made from raw weights get an exact ``matrix:WxH:`` spec (each float
 written with repr precision). A bad spec raises KernelSpecError with a one-line message.
@@ -66,6 +70,7 @@ import numpy as np
 from blurapp.core.errors import KernelSpecError
 from blurapp.core.im_kernels import build_im, near_miss
 from blurapp.core.kernel_families import FAMILIES, MAX_KERNEL_SIDE, matrix_spec
+from blurapp.core.nonfinite import flush_tiny
 from blurapp.core.separability import Separability, analyze
 
 __all__ = [
@@ -427,5 +432,9 @@ def _checked_weights(weights: Any) -> np.ndarray:
             f"kernel weight {float(w[r, c])!r} at row {r}, column {c} is beyond float32's "
             f"range (|w| <= {FLOAT32_MAX:.4g})"
         )
+    # ... and one below float32's normal range is a zero tap everywhere: on the GPU it rounds to
+    # zero or a subnormal that may be flushed, so the reference must skip it too (DESIGN.md
+    # "Numbers"; blurapp.core.nonfinite).
+    w = np.ascontiguousarray(flush_tiny(w))
     w.setflags(write=False)
     return w

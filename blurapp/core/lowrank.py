@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from blurapp.core.errors import UsageError
-from blurapp.core.strategies import LOWRANK, STRATEGIES
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -38,10 +37,8 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "EXACT_RANK",
     "MAX_TERMS",
-    "NON_FINITE_IMAGE",
     "LowRank",
     "check_tolerance",
-    "is_finite_image",
     "low_rank",
     "residual_l1",
     "why_not",
@@ -174,13 +171,3 @@ def low_rank(kernel: Kernel, tolerance: float | None = None) -> LowRank:
         columns=tuple(c for c, _ in pairs),
         rows=tuple(r for _, r in pairs),
     )
-
-
-#: Why lowrank refuses an image with NaN or Inf (DESIGN.md "Numbers"; the planner avoids it).
-NON_FINITE_IMAGE = STRATEGIES[LOWRANK].non_finite_problem()
-
-
-def is_finite_image(x: np.ndarray) -> bool:
-    """Whether every value of ``x`` is finite (integer pixels always are)."""
-    x = np.asarray(x)
-    return x.dtype.kind not in "fc" or bool(np.isfinite(x).all())

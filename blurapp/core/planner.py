@@ -9,10 +9,10 @@ So separable wins for every rank-1 kernel but 1×1, direct for small non-separab
 and tiled from 5×5 up. A kernel of low rank k (:mod:`blurapp.core.lowrank`) costs k separable
 pairs plus the running sum each later pair reads back: lowrank wins once its taps outgrow
 k(rows + cols). ``fft`` costs a + b·log2(block) per pixel of its transform blocks, whatever the
-kernel; it is considered only when the registry has it (:func:`fft_cost`). Non-finite images
-are never given lowrank or fft, which would spread a NaN into taps of zero weight (DESIGN.md,
-"Numbers"). It is deliberately simple: its job is to make the choice that bench confirms and
-explain it in one line.
+kernel; it is considered only when the registry has it (:func:`fft_cost`). Images with NaN or
+Inf get the same plan: blurapp.engine places their non-finite outputs exactly whatever runs
+(:mod:`blurapp.core.nonfinite`). It is deliberately simple: its job is to make the choice that
+bench confirms and explain it in one line.
 """
 
 from __future__ import annotations
@@ -61,7 +61,6 @@ FFT = "fft"
 FFT_FIXED = 35.0
 FFT_LOG2 = 4.0
 FFT_MAX_BLOCK = 1024
-NON_FINITE = "the image has NaN or Inf, which lowrank and fft would spread into zero-weight taps"
 
 
 def line_block(taps: int) -> int:
@@ -267,7 +266,6 @@ def plan(
     limits: DeviceLimits | None,
     *,
     tolerance: float | None = None,
-    finite: bool = True,
 ) -> Plan:
     """Choose a strategy for ``kernel`` on a device with ``limits`` (``None``: no GPU).
 
@@ -275,23 +273,11 @@ def plan(
         kernel: the kernel to run.
         limits: the adapter's limits, or ``None`` when there is no adapter.
         tolerance: the error lowrank may make (``--tolerance``; ``None``: the default).
-        finite: ``False`` when the image has NaN or Inf: lowrank and fft are then left out,
-            and the reason says so.
 
     Returns:
         A :class:`Plan` with its reason, e.g. ``"rank 1, 17×17 taps: separable does 34
         multiply-adds per pixel instead of 289"``.
     """
-    chosen = _plan(kernel, limits, tolerance, finite=True)
-    if finite or not STRATEGIES[chosen.strategy].spreads_nan:
-        return chosen
-    other = _plan(kernel, limits, tolerance, finite=False)
-    return Plan(other.strategy, other.tile, f"{NON_FINITE}; {other.reason}")
-
-
-def _plan(
-    kernel: Kernel, limits: DeviceLimits | None, tolerance: float | None, *, finite: bool
-) -> Plan:
     rows, cols = kernel.shape
     taps = rows * cols
     if limits is None:
@@ -335,29 +321,28 @@ def _plan(
             per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
         tiled_cost = TILED_FIXED + taps * per_tap
     best = min(direct_cost, tiled_cost)
-    if finite:
-        fft = fft_cost((rows, cols))
-        low = None
-        if lowrank.why_not(kernel, tolerance) is None:
-            low = lowrank.low_rank(kernel, tolerance)
-        low_cost = lowrank_cost(low.k, (rows, cols)) if low is not None else math.inf
-        if fft is not None and fft < min(best, low_cost):
-            block = fft_block((rows, cols))
-            rival = min(best, low_cost)
-            name = "lowrank" if low_cost == rival else "direct" if direct_cost == rival else "tiled"
-            return Plan(
-                FFT,
-                None,
-                f"rank {rank}, {size} taps: fft's {block}×{block} transforms cost about as much "
-                f"per pixel as {fft:.0f} direct taps, {name} {rival:.0f}",
-            )
-        if low is not None and low_cost < best:
-            return Plan(
-                LOWRANK,
-                None,
-                f"rank {rank}, {size} taps: {low.describe()}; {low.k} separable pairs do "
-                f"{low.k * (rows + cols)} multiply-adds per pixel instead of {taps}",
-            )
+    fft = fft_cost((rows, cols))
+    low = None
+    if lowrank.why_not(kernel, tolerance) is None:
+        low = lowrank.low_rank(kernel, tolerance)
+    low_cost = lowrank_cost(low.k, (rows, cols)) if low is not None else math.inf
+    if fft is not None and fft < min(best, low_cost):
+        block = fft_block((rows, cols))
+        rival = min(best, low_cost)
+        name = "lowrank" if low_cost == rival else "direct" if direct_cost == rival else "tiled"
+        return Plan(
+            FFT,
+            None,
+            f"rank {rank}, {size} taps: fft's {block}×{block} transforms cost about as much "
+            f"per pixel as {fft:.0f} direct taps, {name} {rival:.0f}",
+        )
+    if low is not None and low_cost < best:
+        return Plan(
+            LOWRANK,
+            None,
+            f"rank {rank}, {size} taps: {low.describe()}; {low.k} separable pairs do "
+            f"{low.k * (rows + cols)} multiply-adds per pixel instead of {taps}",
+        )
     if tile is None:
         return Plan(
             "direct",

@@ -9,6 +9,7 @@ import numpy as np
 from blurapp.core.borders import Border, BorderMode
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.kernel import Kernel
+from blurapp.core.nonfinite import factors_keep_zeros, flush_tiny
 from blurapp.core.numbers import RANGE_MODES, RangeMode, check_image, from_float, to_float
 
 __all__ = ["correlate", "correlate_float"]
@@ -150,16 +151,20 @@ def correlate_float(
 
     ``out[i, j] = sum_{u,v} w[u, v] * x[map(i + u - ar), map(j + v - ac)]`` with the anchor
     ``(ar, ac) = (rows // 2, cols // 2)`` and ``map`` the border's index mapping. Zero weights
-    are skipped, so a NaN or inf pixel under a zero tap does not spread (scipy would spread it).
+    are skipped, so a NaN or inf pixel under a zero tap does not spread (DESIGN.md "Numbers");
+    a weight float32 cannot hold as a normal number (|w| < 1.18e-38) is a zero tap, as on the
+    GPU (:mod:`blurapp.core.nonfinite`).
 
     Arguments:
         x: H×W×C float array in normalised units.
         kernel: a ``Kernel`` (anything with ``.weights`` and ``.separability``).
         border: a ``Border`` or a border name.
         separable: ``None`` runs a kernel as two 1-D passes when its rank-1 factors give back
-            the weights to 1e-13 relative, else as one 2-D pass; ``False`` forces the 2-D pass;
-            ``True`` forces the two passes with the rank-1 factors, even approximate ones
-            (``StrategyError`` when the rank is not 1).
+            the weights to 1e-13 relative and reach exactly its non-zero taps
+            (:func:`~blurapp.core.nonfinite.factors_keep_zeros`: NaN then spreads as in one 2-D
+            pass), else as one 2-D pass; ``False`` forces the 2-D pass; ``True`` forces the two
+            passes with the rank-1 factors, even approximate ones (``StrategyError`` when the
+            rank is not 1).
 
     Returns:
         A new C-contiguous float64 H×W×C array.
@@ -178,7 +183,7 @@ def correlate_float(
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"correlate_float needs a non-empty image, got shape {x.shape}")
     x = np.ascontiguousarray(x, dtype=np.float64)
-    weights = np.asarray(kernel.weights, dtype=np.float64)
+    weights = flush_tiny(kernel.weights)
     if weights.ndim != 2 or 0 in weights.shape:
         raise ValueError(f"kernel weights must be a non-empty 2-D array, got {weights.shape}")
 
@@ -188,16 +193,19 @@ def correlate_float(
         if separable and not is_rank1:
             raise StrategyError(f"kernel of rank {sep.rank} is not separable; use a 2-D strategy")
         if is_rank1:
-            column = np.asarray(sep.column, dtype=np.float64).reshape(-1)
-            row = np.asarray(sep.row, dtype=np.float64).reshape(-1)
+            column = flush_tiny(sep.column).reshape(-1)
+            row = flush_tiny(sep.row).reshape(-1)
             if (column.size, row.size) != weights.shape:
                 raise ValueError(
                     f"separable factors {column.size}×{row.size} do not match weights "
                     f"{weights.shape[0]}×{weights.shape[1]}"
                 )
             # Rank 1 is judged with an f32-sized tolerance; the oracle only takes the two-pass
-            # route when the factors give back the weights to float64 precision.
-            if separable or _factors_exact(weights, column, row):
+            # route when the factors give back the weights to float64 precision and skip the
+            # same taps as the weights.
+            if separable or (
+                _factors_exact(weights, column, row) and factors_keep_zeros(weights, column, row)
+            ):
                 return _correlate_separable(x, column, row, border)
     return _correlate_2d(x, weights, border)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from blurapp.core.errors import KernelSpecError
+from blurapp.core.nonfinite import flush_tiny
 
 #: float32 machine epsilon; the unit of the rank tolerance (see the module docstring).
 EPS_F32 = float(np.finfo(np.float32).eps)
@@ -125,7 +126,8 @@ def analyze(weights: np.ndarray) -> Separability:
     """SVD analysis of a 2-D kernel.
 
     Arguments:
-        weights: finite real 2-D array (rows, cols), any size from 1×1.
+        weights: finite real 2-D array (rows, cols), any size from 1×1; magnitudes below
+            float32's normal range (1.18e-38) count as 0, and so do such factor entries.
     Returns:
         A :class:`Separability` with singular values, numerical rank, tolerance and, for rank 1,
         the column and row factors.
@@ -135,6 +137,9 @@ def analyze(weights: np.ndarray) -> Separability:
         raise KernelSpecError(f"kernel weights must be a non-empty 2-D array, got shape {w.shape}")
     if not np.all(np.isfinite(w)):
         raise KernelSpecError("kernel weights must be finite (found NaN or inf)")
+    # Weights below float32's normal range are zero taps (blurapp.core.nonfinite), as a Kernel's
+    # already are.
+    w = flush_tiny(w)
     rows, cols = w.shape
     tolerance = max(rows, cols) * EPS_F32
     u, s, vt = np.linalg.svd(w, full_matrices=False)
@@ -156,7 +161,9 @@ def analyze(weights: np.ndarray) -> Separability:
         # spread as in one 2-D pass (DESIGN.md "Numbers").
         column = np.where(np.any(w != 0, axis=1), column, 0.0)
         row = np.where(np.any(w != 0, axis=0), row, 0.0)
-        column, row = _readonly(column), _readonly(row)
+        # A factor float32 cannot hold as a normal number is a zero tap, as such a weight is
+        # (blurapp.core.nonfinite): the f32 passes and the float64 reference skip the same taps.
+        column, row = _readonly(flush_tiny(column)), _readonly(flush_tiny(row))
     return Separability(
         singular_values=_readonly(s),
         rank=rank,

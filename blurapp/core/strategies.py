@@ -49,9 +49,12 @@ class StrategyInfo:
         takes_tile: ``--tile`` means something to it.
         takes_tolerance: ``--tolerance`` means something to it (it may approximate the kernel
             within it: ``lowrank``, and ``auto`` when it picks lowrank).
-        spreads_nan: its arithmetic spreads a NaN or Inf beyond the taps that read it (a sum
-            of SVD pairs, a transform), against DESIGN.md's NaN rule: it refuses an image
-            with NaN or Inf, and ``auto`` does not plan it for one.
+        nan_overlay: its arithmetic would spread a NaN or Inf beyond the taps that read it (a
+            sum of SVD pairs, a transform). On an image with NaN or Inf, blurapp.engine runs it
+            on the finite values (the others as 0) and writes the non-finite outputs over the
+            result, counted exactly (:mod:`blurapp.core.nonfinite`): its results follow
+            DESIGN.md's NaN rule all the same, at the cost of the counts, and ``auto`` may pick
+            it for any image. See :meth:`needs_nan_overlay`.
     """
 
     name: str
@@ -61,13 +64,27 @@ class StrategyInfo:
     needs_rank1: bool = False
     takes_tile: bool = False
     takes_tolerance: bool = False
-    spreads_nan: bool = False
+    nan_overlay: bool = False
 
-    def non_finite_problem(self) -> str:
-        """The one line an image with NaN or Inf gets from a strategy that spreads them."""
-        return (
-            f"{self.name} cannot filter an image with NaN or Inf values: use direct, tiled or cpu"
-        )
+    def needs_nan_overlay(self, kernel: Kernel) -> bool:
+        """Whether this strategy's own arithmetic could put a NaN or Inf where DESIGN.md's
+        rule does not, so that an image with NaN or Inf needs the exact overlay.
+
+        Always for ``nan_overlay`` strategies; for the rank-1 ones (two 1-D passes) when the
+        kernel's factors miss one of its zero taps (a rank-1 kernel whose tail products fall
+        below float32's range, :func:`~blurapp.core.nonfinite.factors_keep_zeros`); never for
+        the 2-D passes and the reference, which skip exactly the zero taps.
+        """
+        if self.nan_overlay:
+            return True
+        if not self.needs_rank1:
+            return False
+        from blurapp.core.nonfinite import factors_keep_zeros
+
+        sep = kernel.separability
+        if sep.column is None or sep.row is None:  # the zero kernel: no tap reads anything
+            return False
+        return not factors_keep_zeros(kernel.weights, sep.column, sep.row)
 
     def why_not(self, kernel: Kernel, tolerance: float | None = None) -> str | None:
         """Why this strategy cannot run ``kernel`` (one line), or ``None`` when it can.
@@ -108,10 +125,10 @@ STRATEGIES: dict[str, StrategyInfo] = {
         StrategyInfo(LOWRANK, "gpu",
                      "a sum of k separable pass pairs from the SVD, k the exact rank or the "
                      "fewest within --tolerance", "#ff7f0e", takes_tolerance=True,
-                     spreads_nan=True),
+                     nan_overlay=True),
         StrategyInfo("fft", "gpu",
                      "FFT convolution in overlap-save blocks (power-of-two sides up to 2048), "
-                     "the image's transforms on the GPU", "#17becf", spreads_nan=True),
+                     "the image's transforms on the GPU", "#17becf", nan_overlay=True),
         StrategyInfo(CPU, "cpu", "the float64 numpy reference on the CPU", "#7f7f7f"),
     )
 }  # fmt: skip

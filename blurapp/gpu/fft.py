@@ -29,6 +29,9 @@ Every line is transformed in workgroup memory (Stockham autosort, radix 16 with 
 stage where log2 N is not a multiple of 4; twiddles from a float64 table). WebGPU guarantees
 16 KiB of workgroup memory, a 2048-point line of complex f32, so no global-memory pass is
 needed within the 2048 cap.
+
+A NaN or Inf in a block spreads over the block's outputs: blurapp.engine.filter_float runs fft on
+an image's finite values and writes its non-finite outputs exactly (:mod:`blurapp.gpu.nonfinite`).
 """
 
 from __future__ import annotations
@@ -469,16 +472,6 @@ def _params(plan: BlockPlan, size: tuple[int, int], anchor: tuple[int, int], fir
     )  # fmt: skip
 
 
-def check_finite(x: np.ndarray) -> None:
-    """StrategyError when ``x`` holds NaN or Inf: a transform spreads one over its block
-    (the registry's line; blurapp.engine checks the same before a run it plans)."""
-    from blurapp.core.lowrank import is_finite_image
-    from blurapp.core.strategies import STRATEGIES
-
-    if not is_finite_image(x):
-        raise StrategyError(STRATEGIES["fft"].non_finite_problem())
-
-
 def run(
     engine: GpuFilter,
     x: np.ndarray,
@@ -493,16 +486,15 @@ def run(
 ) -> tuple[np.ndarray, list[float], str]:
     """Run ``specs`` (from :func:`passes`, output format applied) batch by batch.
 
+    A NaN or Inf in ``x`` spreads over its whole block here; blurapp.engine.filter_float runs
+    fft on the finite values and places the non-finite outputs (:mod:`blurapp.gpu.nonfinite`).
+
     Returns:
         The result (as :meth:`GpuFilter.run` describes it), each pass's milliseconds summed
         over the batches, and the timer kind.
-
-    Raises:
-        StrategyError: ``x`` holds NaN or Inf.
     """
     from blurapp.gpu.engine import STORAGE_FORMATS
 
-    check_finite(x)
     ctx = engine.context
     device = ctx.device
     height, width, channels = x.shape

@@ -497,8 +497,9 @@ class FftStrategy(Strategy):
     blocks hold (a constant border's value included); measured at 0.15 to 0.4 of that against
     the float64 reference (docs/PERFORMANCE.md has the table), tested on every border mode. At
     the largest block, 2048², that is 1.3e-6 · max|x| · ||k||_1: rounding in a transform grows
-    with log2 of its length, not with the kernel's size. Images with NaN or Inf are refused (a
-    transform spreads one over its whole block).
+    with log2 of its length, not with the kernel's size. A transform spreads a NaN or Inf over
+    its whole block: blurapp.engine runs fft on an image's finite values and places the
+    non-finite outputs exactly (:mod:`blurapp.gpu.nonfinite`).
     """
 
     name = "fft"

@@ -13,7 +13,6 @@ from blurapp.core.lowrank import (
     EXACT_RANK,
     MAX_TERMS,
     check_tolerance,
-    is_finite_image,
     low_rank,
     residual_l1,
     why_not,
@@ -98,13 +97,3 @@ def test_bad_tolerances_are_usage_errors(bad: object) -> None:
     with pytest.raises(UsageError, match="tolerance must be"):
         check_tolerance(bad)  # type: ignore[arg-type]
     assert check_tolerance(None) == DEFAULT_TOLERANCE == 0.5 / 255
-
-
-def test_finite_images() -> None:
-    assert is_finite_image(np.zeros((2, 2), np.uint8))
-    assert is_finite_image(np.zeros((2, 2, 3), np.float32))
-    x = np.zeros((2, 2, 3))
-    x[1, 1, 2] = np.nan
-    assert not is_finite_image(x)
-    x[1, 1, 2] = -np.inf
-    assert not is_finite_image(x)

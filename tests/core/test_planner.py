@@ -9,7 +9,6 @@ from blurapp.core import planner
 from blurapp.core.errors import StrategyError
 from blurapp.core.kernel import Kernel
 from blurapp.core.planner import (
-    NON_FINITE,
     DeviceLimits,
     choose_tile,
     fft_block,
@@ -33,7 +32,7 @@ def without_fft(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def with_fft(monkeypatch: pytest.MonkeyPatch) -> None:
-    fft = StrategyInfo("fft", "gpu", "FFT convolution", "#17becf", spreads_nan=True)
+    fft = StrategyInfo("fft", "gpu", "FFT convolution", "#17becf", nan_overlay=True)
     monkeypatch.setattr(planner, "STRATEGIES", {**planner.STRATEGIES, "fft": fft})
 
 
@@ -182,15 +181,13 @@ def test_plan_lowrank_follows_the_tolerance() -> None:
     assert lowrank_cost(2, (17, 17)) < lowrank_cost(3, (17, 17)) < lowrank_cost(3, (25, 25))
 
 
-def test_non_finite_images_are_not_given_lowrank_and_the_reason_says_so() -> None:
-    k = Kernel.parse("disk:radius=16")
-    p = plan(k, LAVAPIPE, finite=False)
-    assert p.strategy == "tiled"
-    assert p.reason.startswith(NON_FINITE + "; rank 12, so not separable; tiled")
-    # When lowrank would not have been chosen anyway, nothing changes.
-    assert plan(Kernel.parse("disk:radius=4"), LAVAPIPE, finite=False) == plan(
-        Kernel.parse("disk:radius=4"), LAVAPIPE
-    )
+def test_the_plan_does_not_depend_on_the_image_having_nan() -> None:
+    # blurapp.engine places NaN and Inf exactly whatever runs (blurapp.gpu.nonfinite), so the
+    # planner is not told whether the image has any: lowrank stays lowrank.
+    import inspect
+
+    assert list(inspect.signature(plan).parameters) == ["kernel", "limits", "tolerance"]
+    assert plan(Kernel.parse("disk:radius=16"), LAVAPIPE).strategy == "lowrank"
 
 
 def test_fft_only_once_the_registry_has_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -208,8 +205,6 @@ def test_fft_only_once_the_registry_has_it(monkeypatch: pytest.MonkeyPatch) -> N
     p = plan(Kernel.parse("disk:radius=30"), LAVAPIPE)
     assert p.strategy == "fft" and p.tile is None
     assert p.reason.startswith("rank 20, 61×61 taps: fft's ") and "lowrank" in p.reason
-    # Rank 1 stays separable, small kernels direct or tiled, and NaN keeps fft away too.
+    # Rank 1 stays separable, small kernels direct or tiled.
     assert plan(Kernel.parse("gaussian:sigma=9"), LAVAPIPE).strategy == "separable"
     assert plan(Kernel.parse("laplacian"), LAVAPIPE).strategy == "direct"
-    p = plan(Kernel.parse("disk:radius=30"), LAVAPIPE, finite=False)
-    assert p.strategy not in ("fft", "lowrank") and p.reason.startswith(NON_FINITE)
