@@ -157,8 +157,9 @@ def filter_float(
     the strategy (DESIGN.md "Numbers"): one whose arithmetic would spread them (``lowrank``,
     ``fft``: :meth:`~blurapp.core.strategies.StrategyInfo.needs_nan_overlay`) runs on the finite
     values and gets its non-finite outputs written over the float result before ``output``'s
-    quantisation and ``convert`` (:mod:`blurapp.gpu.nonfinite`); finite images pay nothing but
-    a scan for such strategies.
+    quantisation and ``convert`` (:mod:`blurapp.gpu.nonfinite`); ``output="rgba8"`` on such an
+    image quantises the float result as ``cpu`` does (NaN to 0) instead of in the GPU's store.
+    Finite images pay nothing but a scan, for such strategies and for ``output="rgba8"``.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and
@@ -200,12 +201,13 @@ def filter_float(
         xs = x  # already what an rgba8unorm texture holds (v / 255): no float copy
     else:
         xs = np.ascontiguousarray(x, dtype=np.float32)
-    if strategies.STRATEGIES[strategy].needs_nan_overlay(kernel):
+    place = strategies.STRATEGIES[strategy].needs_nan_overlay(kernel)
+    if place or output == "rgba8":
         from blurapp.gpu.nonfinite import run_exact
 
         exact = run_exact(
-            xs, kernel, border, strategy, tile,
-            storage=storage, convert=convert, output=output, tolerance=tolerance,
+            xs, kernel, border, strategy, tile, storage=storage, convert=convert,
+            output=output, tolerance=tolerance, place=place,
         )  # fmt: skip
         if exact is not None:  # the image had NaN or Inf
             return (*exact, strategy, reason)

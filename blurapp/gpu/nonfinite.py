@@ -24,8 +24,10 @@ planner picks for the mask (a 0/1 kernel, on finite 0/1 images):
   the largest (2048²) block; :func:`fft_count_bound` checks it before fft is used, and a mask
   whose bound reached 0.5 would be counted with ``tiled`` or ``direct`` instead.
 
-The result goes through ``output``'s quantisation (``rgba8``: clamp to [0, 1], round; NaN
-becomes 0, as the rgba8unorm store does) and ``convert`` only after the overlay.
+The result goes through ``output``'s quantisation (``rgba8``: clamp to [0, 1], round, NaN to 0,
+as ``cpu`` quantises) and ``convert`` only after the overlay. The other strategies place NaN
+themselves but an rgba8unorm store quantises it as the device likes (255 on lavapipe), so with
+``output="rgba8"`` an image with NaN or Inf takes the float path here too, without the counts.
 """
 
 from __future__ import annotations
@@ -99,12 +101,16 @@ def run_exact(
     convert: Callable[[np.ndarray], np.ndarray] | None,
     output: str,
     tolerance: float | None,
+    place: bool = True,
 ) -> tuple[np.ndarray, Timing] | None:
     """Run GPU ``strategy`` with DESIGN.md's NaN rule held exactly, or ``None`` when ``x`` (as
     the input texture would hold it) has no NaN or Inf and the plain run is exact already.
 
     Arguments are :meth:`blurapp.gpu.engine.GpuFilter.run`'s (``x`` a float32 H×W or H×W×C
-    image; ``storage="rgba8"`` holds no NaN or Inf, so it always gives ``None``).
+    image; ``storage="rgba8"`` holds no NaN or Inf, so it always gives ``None``), and
+    ``place``: run on the finite values and place the non-finite outputs (``False`` for a
+    strategy that places them itself, run here only so that ``output="rgba8"`` quantises its
+    NaN as the reference does: an rgba8unorm store's NaN is the device's, 255 on lavapipe).
 
     Returns:
         The result as :meth:`GpuFilter.run` returns it (float32, uint8 for ``output="rgba8"``,
@@ -123,13 +129,13 @@ def run_exact(
     start = time.perf_counter()
     squeeze = stored.ndim == 2
     image = stored[:, :, np.newaxis] if squeeze else stored
-    cleaned = np.where(np.isfinite(image), image, image.dtype.type(0))
+    source = np.where(np.isfinite(image), image, image.dtype.type(0)) if place else image
     filt = get_filter()
     result, timing = filt.run(
-        cleaned, kernel, border, strategy,
+        source, kernel, border, strategy,
         tile=tile, storage=storage, output="rgba32f", tolerance=tolerance,
     )  # fmt: skip
-    del cleaned
+    del source
     result = np.asarray(result, dtype=np.float32).reshape(image.shape)
     if not result.flags.writeable:
         result = result.copy()
@@ -150,7 +156,8 @@ def run_exact(
         counts_timing.append(t)
         return counts
 
-    overlay(result, image, kernel.weights, correlate)
+    if place:
+        overlay(result, image, kernel.weights, correlate)
     if output == "rgba8":  # as the rgba8unorm store: clamp, round to nearest, NaN to 0
         out: np.ndarray = from_float(result, np.uint8, range_mode="clamp", squeeze=False)
     else:

@@ -152,6 +152,24 @@ def test_quantised_outputs_and_convert_see_the_overlaid_floats(gpu, strategy: st
     np.testing.assert_array_equal(got, got8 * 2.0)
 
 
+def test_every_strategy_quantises_nan_as_the_reference(gpu) -> None:
+    # An rgba8unorm store makes NaN 255 on lavapipe; filter_float quantises such an image's
+    # float result instead, as cpu does (NaN to 0), in every strategy and through the pipeline.
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.pipeline import filter_pixels
+
+    x = mixed_image((13, 11, 3)).astype(np.float32)
+    k = kernel("box:3")
+    cpu8, _, _, _ = filter_float(x, k, "clamp", "cpu", output="rgba8")
+    assert cpu8[np.isnan(correlate_float(x, k, "clamp"))].max() == 0
+    for strategy in strategies.gpu_names():
+        got8, _, _, _ = filter_float(x, k, "clamp", strategy, output="rgba8")
+        assert np.abs(got8.astype(int) - cpu8.astype(int)).max() <= 1, strategy
+        np.testing.assert_array_equal(got8[~np.isfinite(x)], cpu8[~np.isfinite(x)])
+        image = filter_pixels(x, FilterSpec.create(k, "clamp", strategy), dtype=np.uint8).image
+        np.testing.assert_array_equal(image[np.isnan(x)], 0)
+
+
 def test_half_float_storage_overflows_as_in_direct(gpu) -> None:
     # 1e5 is finite in float32 but inf in the rgba16f texture: what the texture holds decides.
     x = np.random.default_rng(3).random((10, 9, 2)).astype(np.float32)
