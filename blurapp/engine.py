@@ -159,7 +159,9 @@ def filter_float(
     values and gets its non-finite outputs written over the float result before ``output``'s
     quantisation and ``convert`` (:mod:`blurapp.gpu.nonfinite`); ``output="rgba8"`` on such an
     image quantises the float result as ``cpu`` does (NaN to 0) instead of in the GPU's store.
-    Finite images pay nothing but a scan, for such strategies and for ``output="rgba8"``.
+    Finite images pay nothing but a scan, for such strategies and for ``output="rgba8"``;
+    ``fft`` on huge finite values (max|x| · ||k||₁ beyond 2**100) runs scaled by a power of two,
+    so that its transforms do not overflow.
 
     Returns:
         ``(result, timing, strategy_that_ran, reason)``; the result is float64 for ``cpu`` and

@@ -36,6 +36,7 @@ non-finite contribution, so a correlation with an error below 0.5 decides exactl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
@@ -45,6 +46,7 @@ __all__ = [
     "FLOAT32_TINY",
     "CountCorrelate",
     "factors_keep_zeros",
+    "finite_max_abs",
     "flush_tiny",
     "is_finite_image",
     "overlay",
@@ -109,6 +111,27 @@ def is_finite_image(x: np.ndarray) -> bool:
     row_bytes = max(1, x[0].nbytes)
     step = max(1, _CHECK_BYTES // row_bytes)
     return all(bool(np.isfinite(x[i : i + step]).all()) for i in range(0, x.shape[0], step))
+
+
+def finite_max_abs(x: np.ndarray) -> tuple[bool, float]:
+    """``(every value finite, the largest finite |value|)`` of a float array (0.0 when none),
+    a few MiB of rows at a time: one pass for a finite image."""
+    x = np.asarray(x)
+    if x.size == 0:
+        return True, 0.0
+    blocks = [x] if x.ndim < 2 else None
+    if blocks is None:
+        step = max(1, _CHECK_BYTES // max(1, x[0].nbytes))
+        blocks = [x[i : i + step] for i in range(0, x.shape[0], step)]
+    finite, top = True, 0.0
+    for block in blocks:
+        m = float(np.abs(block).max())
+        if not math.isfinite(m):
+            finite = False
+            kept = block[np.isfinite(block)]
+            m = float(np.abs(kept).max()) if kept.size else 0.0
+        top = max(top, m)
+    return finite, top
 
 
 def support_masks(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

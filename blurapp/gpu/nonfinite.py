@@ -41,17 +41,31 @@ import numpy as np
 
 from blurapp.core.borders import Border, BorderMode
 from blurapp.core.kernel import Kernel
-from blurapp.core.nonfinite import is_finite_image, overlay
+from blurapp.core.nonfinite import finite_max_abs, overlay
 from blurapp.core.numbers import from_float
 from blurapp.core.planner import FFT, plan
 from blurapp.core.timing import PassTiming, Timing
 
-__all__ = ["COUNT_PASS_PREFIX", "fft_count_bound", "run_exact"]
+__all__ = ["COUNT_PASS_PREFIX", "fft_count_bound", "fft_exponent", "run_exact"]
 
 #: Prefix of the timing entries of the count passes.
 COUNT_PASS_PREFIX = "non-finite "
 # A count is decided by > 0.5: fft counts only where its stated bound stays below this.
 _MAX_COUNT_ERROR = 0.5
+# fft's transforms add up to NR·NC <= 2**22 terms of up to max|x|·max(||k||_1, 1) each: kept
+# below 2**100 (float32 overflows at 2**128), they cannot overflow.
+_FFT_SAFE_LOG2 = 100
+
+
+def fft_exponent(top: float, kernel: Kernel) -> int:
+    """The power of two fft's input is divided by so that no transform overflows float32: 0
+    unless max|x| · max(||k||_1, 1) exceeds 2**100 (``top`` = max|x|, a constant border's value
+    included). Scaling by a power of two is exact; small values it pushes below float32's
+    normal range are lost, which is far below fft's stated error."""
+    product = float(top) * max(1.0, float(np.abs(kernel.weights).sum()))
+    if not product > 2.0**_FFT_SAFE_LOG2:
+        return 0
+    return math.ceil(math.log2(product)) - _FFT_SAFE_LOG2
 
 
 def fft_count_bound(mask: np.ndarray, block: tuple[int, int]) -> float:
@@ -112,6 +126,10 @@ def run_exact(
     strategy that places them itself, run here only so that ``output="rgba8"`` quantises its
     NaN as the reference does: an rgba8unorm store's NaN is the device's, 255 on lavapipe).
 
+    ``fft`` on an image of huge finite values (max|x| · ||k||₁ beyond 2**100, e.g. one pixel of
+    3e38) runs here too, scaled down by :func:`fft_exponent`'s power of two and the result
+    scaled back: its transforms would overflow and spread inf and NaN over the block.
+
     Returns:
         The result as :meth:`GpuFilter.run` returns it (float32, uint8 for ``output="rgba8"``,
         or what ``convert`` made of it) and a :class:`Timing` whose passes are the strategy's
@@ -124,21 +142,34 @@ def run_exact(
     # The texture's values decide: half floats overflow to inf beyond 65504.
     with np.errstate(over="ignore"):
         stored = to_storage(x, storage) if storage == "rgba16f" else x
-    if is_finite_image(stored):
+    finite, top = finite_max_abs(stored)
+    exponent = 0
+    if strategy == FFT and storage == "rgba32f":
+        exponent = fft_exponent(max(top, abs(border.value)), kernel)
+    if finite and not exponent:
         return None
+    place = place and not finite
     start = time.perf_counter()
     squeeze = stored.ndim == 2
     image = stored[:, :, np.newaxis] if squeeze else stored
     source = np.where(np.isfinite(image), image, image.dtype.type(0)) if place else image
+    run_border = border
+    if exponent:
+        source = source * np.float32(2.0**-exponent)
+        if border.mode is BorderMode.CONSTANT:
+            run_border = Border(BorderMode.CONSTANT, border.value * 2.0**-exponent)
     filt = get_filter()
     result, timing = filt.run(
-        source, kernel, border, strategy,
+        source, kernel, run_border, strategy,
         tile=tile, storage=storage, output="rgba32f", tolerance=tolerance,
     )  # fmt: skip
     del source
     result = np.asarray(result, dtype=np.float32).reshape(image.shape)
     if not result.flags.writeable:
         result = result.copy()
+    if exponent:
+        with np.errstate(over="ignore"):  # beyond float32 is inf, as in every strategy
+            result *= np.float32(2.0**exponent)
 
     count_border = Border(BorderMode.CONSTANT) if border.mode is BorderMode.CONSTANT else border
     limits = filt.context.limits

@@ -16,6 +16,7 @@ from blurapp.core.kernel import Kernel
 from blurapp.core.nonfinite import (
     FLOAT32_TINY,
     factors_keep_zeros,
+    finite_max_abs,
     flush_tiny,
     is_finite_image,
     overlay,
@@ -239,3 +240,10 @@ def test_finite_images_are_checked_in_blocks() -> None:
     x[-1, -1, 2] = -np.inf
     assert not is_finite_image(x)
     assert not is_finite_image(np.array([np.inf]))
+    # The same pass gives the largest finite magnitude (fft's overflow guard needs it).
+    x[-1, -1, 2] = np.nan
+    x[7, 3, 1] = -5.0
+    assert finite_max_abs(x) == (False, 5.0)
+    x[-1, -1, 2] = 2.0
+    assert finite_max_abs(x) == (True, 5.0)
+    assert finite_max_abs(np.array([np.nan])) == (False, 0.0)

@@ -189,6 +189,25 @@ def test_half_float_storage_overflows_as_in_direct(gpu) -> None:
     assert not any(p.name.startswith(COUNT_PASS_PREFIX) for p in timing.passes)
 
 
+@pytest.mark.parametrize("border", ["clamp", "constant=1e37", "wrap"])
+def test_fft_on_huge_finite_values_overflows_nowhere(gpu, border: str) -> None:
+    # One pixel of 3e38 made fft's transforms overflow over the whole block (72 non-finite
+    # outputs of 256 where the reference has none); the input now runs scaled by a power of two.
+    from blurapp.gpu.nonfinite import fft_exponent
+
+    x = np.random.default_rng(8).random((16, 16, 2)).astype(np.float32)
+    x[5, 5, 0], x[9, 2, 1], x[12, 12, 1] = 3e38, -1e35, np.nan
+    for spec in ("box:3", "disk:radius=3"):
+        k = kernel(spec)
+        assert fft_exponent(3e38, k) > 0 and fft_exponent(1.0, k) == 0
+        want = correlate_float(x, k, border)
+        got, _, _, _ = filter_float(x, k, border, "fft")
+        check(got, want, tolerance("fft", k, x, border))
+        finite = np.nan_to_num(x, nan=0.0)
+        got, _, _, _ = filter_float(finite, k, border, "fft")
+        check(got, correlate_float(finite, k, border), tolerance("fft", k, x, border))
+
+
 def test_an_hxw_image_stays_hxw(gpu) -> None:
     x = np.random.default_rng(4).random((6, 7))
     x[2, 3] = np.nan
