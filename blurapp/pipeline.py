@@ -17,6 +17,7 @@ halos (:mod:`blurapp.core.tiling`), the same three stages per tile.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from blurapp.core.checks import checking
 from blurapp.core.colour import linear_to_srgb, srgb_to_linear
 from blurapp.core.errors import BlurappError, UsageError
 from blurapp.core.filterspec import FilterSpec
@@ -376,7 +378,8 @@ def filter_pixels(
         pixels.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
     )
     if grid.whole:
-        filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
+        with checking(check):  # between the bands of a long GPU pass
+            filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
         image = finish(filtered)
         timings, ran, reason = [filtered.timing], filtered.strategy, filtered.reason
         if progress is not None:
@@ -444,6 +447,10 @@ def sum_timings(timings: list[Timing], pixels: int, wall_ms: float) -> Timing:
     return Timing(passes, timer, pixels, wall_ms, compile_ms, first)
 
 
+class _StoppedError(Exception):
+    """A tile's run stopped because the tile loop is stopping (never seen by callers)."""
+
+
 def _filter_tiles(
     pixels: Any,
     spec: FilterSpec,
@@ -504,6 +511,16 @@ def _filter_tiles(
             )
             bounds = (lo, hi)
 
+    stopping = threading.Event()
+
+    def stopped() -> None:
+        if stopping.is_set():
+            raise _StoppedError
+
+    def run_tile(prepared: Prepared) -> Filtered:
+        with checking(stopped):  # a long tile stops between its bands when the loop stops
+            return run(prepared)
+
     passes = [widen, store] if normalize else [store]
     total = len(windows) * len(passes)
     done = 0
@@ -549,7 +566,7 @@ def _filter_tiles(
                             hand_over(consume)
                         release_gpu_memory()  # one tile size's textures at a time
                     shape = prepared.x.shape
-                    running.append((gpu.submit(run, prepared), window, origin))
+                    running.append((gpu.submit(run_tile, prepared), window, origin))
                     del prepared
                     if len(running) == _GPU_THREADS:
                         hand_over(consume)
@@ -558,6 +575,7 @@ def _filter_tiles(
                 if consuming is not None:
                     consuming.result()
             except BaseException:
+                stopping.set()
                 upcoming.cancel()
                 for future, _, _ in running:
                     future.cancel()

@@ -6,6 +6,8 @@ struct Params {
     size: vec2<i32>,  // width, height of src (and of dst, except for the transpose's)
     constant: f32,    // border value for BorderMode.CONSTANT (see each pass for what it holds)
     channels: i32,    // channels that carry data (1..4)
+    group_y0: i32,    // the first workgroup row of this dispatch (a long pass runs in bands of
+                      // rows, one submission each, so that it can be stopped between them)
 }
 
 @group(0) @binding(0) var src: texture_2d<f32>;

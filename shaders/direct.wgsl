@@ -23,7 +23,7 @@ override KH: i32 = 3;      // kernel rows
 @compute @workgroup_size({$ wg_x $}, {$ wg_y $})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let x = i32(gid.x);
-    let y = i32(gid.y);
+    let y = i32(gid.y) + params.group_y0 * {$ wg_y $};
     if (x >= params.size.x || y >= params.size.y) {
         return;
     }

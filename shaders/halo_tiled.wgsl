@@ -46,10 +46,10 @@ fn main(
     let ly = i32(lid.y);
     // Top-left input pixel of the halo: the tile origin moved up-left by the anchor.
     let ox = i32(wid.x) * TILE - KW / 2;
-    let oy = i32(wid.y) * TILE - KH / 2;
+    let oy = (i32(wid.y) + params.group_y0) * TILE - KH / 2;
     // Top-left output of this invocation's block, and where its window starts in the halo.
     let x0 = i32(wid.x) * TILE + lx * BLOCK_W;
-    let y0 = i32(wid.y) * TILE + ly * BLOCK_H;
+    let y0 = (i32(wid.y) + params.group_y0) * TILE + ly * BLOCK_H;
     let base = ly * BLOCK_H * HALO_W + lx * BLOCK_W;
 {% for o in range(block_h) %}{% for j in range(block_w) %}
     var a{$ o $}_{$ j $} = vec4<f32>(0.0);

@@ -21,6 +21,7 @@ import numpy as np
 
 from blurapp.core import strategies as registry
 from blurapp.core.borders import Border
+from blurapp.core.checks import check_now
 from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.lowrank import MAX_TERMS
 from blurapp.core.planner import DeviceLimits
@@ -102,6 +103,21 @@ class _ShapeResources:
     owned: dict[Hashable, Any] = field(default_factory=dict)
 
 
+#: Multiply-adds per submission of a long direct or tiled pass: about a second on lavapipe
+#: (2-3e8 multiply-adds a second on this 2-core VM), tens of milliseconds on a discrete GPU.
+_BAND_MACS_SOFTWARE = 1 << 28
+_BAND_MACS_GPU = 1 << 35
+_BANDED_SHADERS = ("direct", "halo_tiled")
+#: The uniform Params of shaders/bindings.wgsl (24 bytes), in a 32-byte buffer.
+_PARAMS_BYTES = 32
+
+
+def _params(p: PassSpec, channels: int, group_y0: int) -> bytes:
+    """Params for pass ``p`` dispatched from workgroup row ``group_y0``."""
+    packed = struct.pack("<iifii", p.size[0], p.size[1], p.constant, channels, group_y0)
+    return packed.ljust(_PARAMS_BYTES, b"\0")
+
+
 @dataclass
 class _Submitted:
     """A run whose passes are submitted: its own readback buffer (being mapped) and timer."""
@@ -111,6 +127,7 @@ class _Submitted:
     readback: tuple[Any, int]
     mapped: Any  # the mapping's promise
     timer: PassTimer
+    earlier_ms: float = 0.0  # the first pass's bands submitted and timed before the last
 
 
 def _check_storage(storage: str) -> tuple[str, type, int]:
@@ -287,6 +304,9 @@ class GpuFilter:
     """
 
     BAKE_IN_BACKGROUND: bool | None = None
+    #: Multiply-adds per submission of a direct or tiled pass (``None``: by adapter, see
+    #: :meth:`_bands`).
+    BAND_MACS: int | None = None
 
     def __init__(self, context: GpuContext | None = None) -> None:
         self._ctx = context
@@ -553,34 +573,60 @@ class GpuFilter:
         for i, p in enumerate(passes):
             pipeline = self._pipeline(p)
             bind_group = self._bind_group(res, strategy_key, i, p, fmt)
-            device.queue.write_buffer(
-                res.uniforms[(strategy_key, i)],
-                0,
-                struct.pack("<iifi", p.size[0], p.size[1], p.constant, channels),
-            )
+            device.queue.write_buffer(res.uniforms[(strategy_key, i)], 0, _params(p, channels, 0))
             if p.weights is not None:
                 device.queue.write_buffer(self._weights[i], 0, p.weights.tobytes())
             commands.append((p, pipeline, bind_group))
 
         timer = self._take_timer()
         readback = self._take_readback(res, output)
-        try:
-            encoder = device.create_command_encoder()
-            for i, (p, pipeline, bind_group) in enumerate(commands):
-                cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=timer.writes(i))
+        earlier_ms = 0.0  # the bands submitted before the last one
+        # A run stopped between bands leaves its timer and readback unreturned (not reused).
+        encoder = device.create_command_encoder()
+        for i, (p, pipeline, bind_group) in enumerate(commands):
+            bands = self._bands(p) if len(passes) == 1 else [(0, p.workgroups[1])]
+            for b, (first, groups) in enumerate(bands):
+                if b:
+                    # A band of its own submission, timed; then a cancellation point
+                    # (on the main thread, Ctrl-C is raised as the submission returns).
+                    timer.resolve(encoder)
+                    device.queue.submit([encoder.finish()])
+                    earlier_ms += sum(timer.read_ms())
+                    self.stats["bands"] += 1
+                    check_now()
+                    uniforms = res.uniforms[(strategy_key, i)]
+                    device.queue.write_buffer(uniforms, 0, _params(p, channels, first))
+                    encoder = device.create_command_encoder()
+                writes = timer.writes(i)
+                cpass = encoder.begin_compute_pass(label=p.name, timestamp_writes=writes)
                 cpass.set_pipeline(pipeline)
                 cpass.set_bind_group(0, bind_group)
-                cpass.dispatch_workgroups(p.workgroups[0], p.workgroups[1], 1)
+                cpass.dispatch_workgroups(p.workgroups[0], groups, 1)
                 cpass.end()
                 encoder = timer.after_pass(encoder)
-            self._copy_output(encoder, res, output, readback)
-            timer.resolve(encoder)
-            device.queue.submit([encoder.finish()])
-            mapped = readback[0].map_async(wgpu.MapMode.READ)
-        except BaseException:
-            self._timers.append(timer)
-            raise
-        return _Submitted(res, output, readback, mapped, timer)
+        self._copy_output(encoder, res, output, readback)
+        timer.resolve(encoder)
+        device.queue.submit([encoder.finish()])
+        mapped = readback[0].map_async(wgpu.MapMode.READ)
+        return _Submitted(res, output, readback, mapped, timer, earlier_ms)
+
+    def _bands(self, p: PassSpec) -> list[tuple[int, int]]:
+        """``(first workgroup row, workgroup rows)`` of each submission of pass ``p``: one,
+        unless the pass reads so many taps per output (direct and tiled with a large kernel)
+        that one submission would run for long; then bands of about BAND_MACS multiply-adds
+        each, so that a run can be stopped between them (on lavapipe a submission cannot be
+        interrupted; on a GPU, a long one trips the driver's watchdog)."""
+        rows = p.workgroups[1]
+        if p.shader not in _BANDED_SHADERS or p.weights is None or rows <= 1:
+            return [(0, rows)]
+        budget = self.BAND_MACS
+        if budget is None:
+            budget = _BAND_MACS_SOFTWARE if self.context.is_software else _BAND_MACS_GPU
+        cost = p.size[0] * p.size[1] * int(p.weights.size)
+        per_band = max(1, budget * rows // max(cost, 1))
+        if per_band >= rows:
+            return [(0, rows)]
+        return [(g, min(per_band, rows - g)) for g in range(0, rows, per_band)]
 
     def _collect(
         self,
@@ -599,6 +645,8 @@ class GpuFilter:
         finally:
             readback[0].unmap()
         pass_ms = timer.read_ms()
+        if submitted.earlier_ms:
+            pass_ms[0] += submitted.earlier_ms
         with self._lock:
             res.readbacks.setdefault(output, []).append(readback)
             self._timers.append(timer)
@@ -808,7 +856,7 @@ class GpuFilter:
         key = (strategy_key, i)
         if key not in res.uniforms:
             res.uniforms[key] = self._buffer(
-                16, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+                _PARAMS_BYTES, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
             )
         # The pass that reads the input binds the texture of the input's storage format; the
         # one that writes the output, the texture of the output's format.
