@@ -362,8 +362,10 @@ def filter_pixels(
     Arguments:
         pixels, spec, dtype, input_key: see :func:`prepare`.
         max_tile_side: tiles of at most this many pixels per side, halo included.
-        check: called between tiles; it raises to cancel the work (the exception propagates).
-        progress: called with (tiles done, tiles in all) after each tile.
+        check: called between tiles (and between the bands of a long GPU pass); it raises to
+            cancel the work (the exception propagates).
+        progress: called with (tiles done, tiles in all) after each tile; on an image that
+            runs whole, with (bands done, bands in all) of a long GPU pass, then (1, 1).
 
     Returns:
         A :class:`FilterResult` whose image has the input's shape and the output's pixel type
@@ -378,7 +380,7 @@ def filter_pixels(
         pixels.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
     )
     if grid.whole:
-        with checking(check):  # between the bands of a long GPU pass
+        with checking(check, progress):  # between the bands of a long GPU pass
             filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
         image = finish(filtered)
         timings, ran, reason = [filtered.timing], filtered.strategy, filtered.reason

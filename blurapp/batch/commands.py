@@ -84,7 +84,13 @@ def run_apply(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {source}")
     check_output(output, overwrite=args.overwrite, inputs=[source])
     remove_stale_temporaries(output.parent, [output.name])  # a killed run's leftover
-    outcome = process_file(source, output, fmt, spec, encode)
+    from blurapp.batch.progress import WorkProgress
+
+    progress = WorkProgress(source.name, enabled=False if args.quiet else None)
+    try:
+        outcome = process_file(source, output, fmt, spec, encode, progress=progress.update)
+    finally:
+        progress.close()
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
     return 0

@@ -95,6 +95,12 @@ def add_apply_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print strategy, reason, per-pass times, Mpix/s and modelled GB/s on stderr",
     )
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar (drawn on a terminal when the filter runs over a second)",
+    )
 
 
 def add_batch_options(p: argparse.ArgumentParser) -> None:

@@ -247,6 +247,7 @@ def stream_file(
     plan: StreamPlan,
     *,
     check: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> pipeline.FilterResult:
     """Filter the TIFF ``source`` into the TIFF ``output`` a tile at a time, as ``plan`` says:
     regions read from the file (:class:`blurapp.io.tiffstream.TiffSource`) through
@@ -256,6 +257,7 @@ def stream_file(
 
     Arguments:
         check: called between tiles; it raises to cancel (the output is then not written).
+        progress: called with (tiles done, tiles in all).
 
     Returns:
         The filter's result; its ``image`` is ``None`` (the pixels went to the file).
@@ -281,8 +283,9 @@ def stream_file(
         ) as sink,
     ):
         return pipeline.stream_pixels(
-            src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check
-        )
+            src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
+            progress=progress,
+        )  # fmt: skip
 
 
 def process_file(
@@ -291,8 +294,11 @@ def process_file(
     fmt: str,
     spec: FilterSpec,
     encode: EncodeSettings,
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> pipeline.FilterResult:
-    """Read ``source``, filter it and write ``output`` (atomically) in ``fmt``.
+    """Read ``source``, filter it and write ``output`` (atomically) in ``fmt``; ``progress``
+    is called with (pieces done, pieces in all) of the filter (tiles, or a long pass's bands).
 
     A large TIFF into a TIFF streams a tile at a time (:func:`stream_plan`,
     :func:`stream_file`): then the memory guard counts what streaming holds, and the result's
@@ -306,7 +312,7 @@ def process_file(
     plan = stream_plan(source, info, fmt, spec, encode)
     if plan is not None:
         check_memory(source, info, plan.need)
-        return stream_file(source, output, spec, encode, plan)
+        return stream_file(source, output, spec, encode, plan, progress=progress)
     need = pipeline.working_bytes(
         info.width, info.height, info.channels, info.dtype, spec,
         file_dtype(spec, info.dtype, fmt),
@@ -315,7 +321,7 @@ def process_file(
     image = read_image(source, max_pixels=encode.max_pixels)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
     result = pipeline.filter_pixels(
-        image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side
+        image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side, progress=progress
     )
     # The input's pixels are not needed to encode (only its metadata): let them go first, which
     # lowers the peak memory of a large image by its own size.

@@ -110,3 +110,74 @@ class Progress:
                 self.stream.write("\n")
                 self.stream.flush()
                 self._drawn = False
+
+
+class WorkProgress:
+    """One long piece of work (``blurapp apply`` on a large image or with a large kernel): a bar
+    of the fraction done, drawn on ``stream`` when it is a terminal, from ``delay`` seconds on
+    (a quick run draws nothing).
+
+    :meth:`update` takes ``(done, total)`` from any thread (tiles, or the bands of a GPU pass).
+    """
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        delay: float = 1.0,
+        min_interval: float = 0.2,
+    ) -> None:
+        self.label = label
+        self.stream = stream or sys.stdout
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
+        self.delay = delay
+        self.min_interval = min_interval
+        self.start = time.perf_counter()
+        self.fraction = 0.0
+        self._last = 0.0
+        self._drawn = False
+        self._lock = threading.Lock()
+
+    def update(self, done: int, total: int) -> None:
+        """``done`` of ``total`` pieces are finished."""
+        with self._lock:
+            self.fraction = min(1.0, done / total) if total > 0 else 1.0
+            now = time.perf_counter()
+            if self.fraction >= 1.0 and not self._drawn:
+                return  # done before a bar was needed: none at all
+            if now - self.start >= self.delay and now - self._last >= self.min_interval:
+                self._last = now
+                self._draw(now)
+
+    def line(self, now: float | None = None) -> str:
+        """The bar's text, e.g. ``[########------------]  40 %  big.tif  ETA 0:12``."""
+        now = time.perf_counter() if now is None else now
+        elapsed = now - self.start
+        width = max(10, min(40, shutil.get_terminal_size((80, 24)).columns - 40))
+        filled = int(self.fraction * width)
+        if 0 < self.fraction < 1:
+            eta = f"ETA {format_duration(elapsed / self.fraction * (1 - self.fraction))}"
+        else:
+            eta = format_duration(elapsed)
+        return (
+            f"[{'#' * filled}{'-' * (width - filled)}] {self.fraction * 100:3.0f} %  "
+            f"{self.label}  {eta}"
+        )
+
+    def _draw(self, now: float) -> None:
+        if not self.enabled:
+            return
+        self.stream.write("\r" + self.line(now) + "\x1b[K")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """Erase the bar (the command's own lines follow)."""
+        with self._lock:
+            if self._drawn:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self._drawn = False

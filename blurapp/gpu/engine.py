@@ -593,7 +593,7 @@ class GpuFilter:
                     device.queue.submit([encoder.finish()])
                     earlier_ms += sum(timer.read_ms())
                     self.stats["bands"] += 1
-                    check_now()
+                    check_now(b, len(bands))
                     uniforms = res.uniforms[(strategy_key, i)]
                     device.queue.write_buffer(uniforms, 0, _params(p, channels, first))
                     encoder = device.create_command_encoder()
