@@ -2,6 +2,10 @@
 
 import sys
 
-from blurapp.cli import main
+try:
+    from blurapp.cli import main
+except KeyboardInterrupt:  # Ctrl-C while Python starts: as interrupted as later
+    print("blurapp: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

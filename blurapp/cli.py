@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import NoReturn
 
 from blurapp import __version__
-from blurapp.core.errors import BlurappError, UsageError
+from blurapp.core.errors import BlurappError, UsageError, one_line
 
 SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "conv")
 
@@ -22,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2), as DESIGN.md asks."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def _cmd_gui(args: argparse.Namespace) -> int:
@@ -189,8 +192,29 @@ def _tolerant_streams() -> None:
                 pass
 
 
+@contextmanager
+def _terminate_as_interrupt(enabled: bool) -> Iterator[None]:
+    """SIGTERM (``kill``, a service manager, a CI time limit) stops a command as Ctrl-C does:
+    through KeyboardInterrupt, so the atomic writer removes its temporary file and the command
+    says "interrupted" (exit 130) instead of dying with the file left behind. Not for the GUI
+    (Qt's event loop), nor outside the main thread (where no handler can be set)."""
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage).
+    """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage, 130
+    interrupted by Ctrl-C or SIGTERM).
 
     An entry point: it makes the process-wide set-up (:func:`blurapp.process.prepare_process`).
     """
@@ -198,6 +222,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list or (args_list[0] not in SUBCOMMANDS and not args_list[0].startswith("-")):
         args_list.insert(0, "gui")
+    try:
+        with _terminate_as_interrupt(args_list[0] != "gui"):
+            return _run(args_list)
+    except KeyboardInterrupt:  # at any point, parsing and start-up included
+        print("blurapp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(args_list: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     if not getattr(args, "func", None):
@@ -211,11 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except BlurappError as err:
-        print(f"blurapp: error: {err}", file=sys.stderr)
+        print(f"blurapp: error: {one_line(str(err))}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print("blurapp: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         return 0
 

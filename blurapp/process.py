@@ -4,12 +4,15 @@ Importing blurapp or using it as a library (:func:`blurapp.filter_image`,
 :func:`blurapp.gpu.device.get_device`) changes nothing outside blurapp: no environment
 variable, no patched third-party code. :func:`prepare_process` is where the ``blurapp``
 command (:func:`blurapp.cli.main`, and ``blurapp-gui`` through it) and the GUI start
-(:func:`blurapp.ui.app.make_app`) make the two changes that help a whole process:
+(:func:`blurapp.ui.app.make_app`) make the changes that help a whole process:
 
 - ``XDG_RUNTIME_DIR``: a private one when the environment has none (see
   :func:`ensure_runtime_dir`);
 - the cffi parser speed-up of :mod:`blurapp.gpu.cffi_speedup` (about 1.6 s off creating the
-  device), unless ``BLURAPP_NO_CFFI_SPEEDUP=1``.
+  device), unless ``BLURAPP_NO_CFFI_SPEEDUP=1``;
+- the log records of the decoders (tifffile's "missing data offset tag" on a broken file)
+  are not printed: a file that cannot be read is one line of blurapp's, and one that can
+  needs no word (see :func:`quiet_decoders`).
 
 A program that embeds blurapp and wants the same may call :func:`prepare_process` itself.
 """
@@ -19,7 +22,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["NO_CFFI_SPEEDUP_ENV", "ProcessSetup", "ensure_runtime_dir", "prepare_process"]
+__all__ = [
+    "NO_CFFI_SPEEDUP_ENV",
+    "QUIET_LOGGERS",
+    "ProcessSetup",
+    "ensure_runtime_dir",
+    "prepare_process",
+    "quiet_decoders",
+]
 
 #: Set to 1 to keep cffi's own parser (the speed-up replaces one of its functions).
 NO_CFFI_SPEEDUP_ENV = "BLURAPP_NO_CFFI_SPEEDUP"
@@ -69,6 +79,23 @@ def ensure_runtime_dir() -> str:
     return path
 
 
+#: Libraries whose log records are not printed by blurapp's programs.
+QUIET_LOGGERS = ("tifffile",)
+
+
+def quiet_decoders() -> None:
+    """Keep the decoders' log records off stderr: Python prints a library's warnings there
+    when the program configured no logging, which breaks the one-line rule of DESIGN.md.
+    A handler that drops them does it without touching the root logger."""
+    import logging
+
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
 def prepare_process() -> ProcessSetup:
     """Make the process-wide changes blurapp's own programs want; safe to call more than once.
 
@@ -78,6 +105,7 @@ def prepare_process() -> ProcessSetup:
         A :class:`ProcessSetup` saying what was done.
     """
     runtime_dir = ensure_runtime_dir()
+    quiet_decoders()
     speedup = False
     if os.environ.get(NO_CFFI_SPEEDUP_ENV, "").strip() in ("", "0"):
         from blurapp.gpu import cffi_speedup

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line that a terminal shows as it is: control characters (a newline or
+    an escape sequence in a file name), line separators and bidirectional overrides are
+    written as Python escapes (``\\n``, ``\\x1b``, ``\\u202e``). Every message of the
+    command line goes through it, so an error stays one line whatever the names in it."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
 
 class BlurappError(Exception):
     """A problem the user can act on. ``str(err)`` is the one line shown to them.
