@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import stat
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
+
+import numpy as np
 
 from blurapp.batch.pipeline import (
     BatchInterrupted,
@@ -24,12 +27,19 @@ from blurapp.batch.pipeline import (
     process_file,
     run_pipeline,
 )
-from blurapp.core.errors import OutputError, UsageError
+from blurapp.core.errors import OutputError, UsageError, one_line
 from blurapp.core.filterspec import FilterSpec
 
 if TYPE_CHECKING:
     from blurapp.pipeline import FilterResult
-from blurapp.io import check_output, check_writable, format_from_path, remove_stale_temporaries
+from blurapp.io import (
+    check_name_length,
+    check_output,
+    check_writable,
+    format_from_path,
+    output_dtype,
+    remove_stale_temporaries,
+)
 
 __all__ = ["format_timing", "run_apply", "run_batch", "settings_from_args"]
 
@@ -42,7 +52,8 @@ def settings_from_args(args: argparse.Namespace) -> tuple[FilterSpec, EncodeSett
         compress_level=args.compress_level,
         lossless=args.lossless,
         overwrite=args.overwrite,
-        max_pixels=int(args.max_megapixels * 1e6),
+        # 1e308 megapixels is infinite pixels: no limit, not an OverflowError
+        max_pixels=int(min(args.max_megapixels * 1e6, sys.maxsize)),
         max_tile_side=args.max_tile_side,
     )
     return spec, encode
@@ -75,11 +86,35 @@ def format_timing(outcome: FilterResult) -> str:
     return "\n".join(lines)
 
 
+def check_dtype_fits(spec: FilterSpec, formats: Iterable[str]) -> None:
+    """Refuse, before any work, a ``--dtype`` that an output's format cannot hold (``--dtype
+    float32`` into a PNG would otherwise become 16-bit without a word).
+
+    Raises:
+        UsageError: one line naming the formats and what they hold.
+    """
+    if spec.dtype is None:
+        return
+    wanted = np.dtype(spec.dtype)
+    bad = sorted({f for f in formats if output_dtype(wanted, f) != wanted})
+    if not bad:
+        return
+    holds = "; ".join(f"{f.upper()} holds {' and '.join(_HOLDS.get(f, ('uint8',)))}" for f in bad)
+    raise UsageError(
+        f"--dtype {spec.dtype} cannot be written as {', '.join(f.upper() for f in bad)} "
+        f"({holds}): write TIFF or .npy, or choose another --dtype"
+    )
+
+
+_HOLDS = {"png": ("uint8", "uint16")}
+
+
 def run_apply(args: argparse.Namespace) -> int:
     """``blurapp apply IN -o OUT --kernel SPEC ...``; returns the exit code."""
     spec, encode = settings_from_args(args)
     source, output = Path(args.input), Path(args.output)
     fmt = format_from_path(output)
+    check_dtype_fits(spec, [fmt])
     if not os.path.lexists(source):
         raise UsageError(f"no such file: {source}")
     check_output(output, overwrite=args.overwrite, inputs=[source])
@@ -111,6 +146,22 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _remove_on_error(created: list[Path]) -> Callable[..., bool]:
+    """An ExitStack callback: on an error, remove the folders ``created`` (deepest first) that
+    are still empty; a folder with an output in it stays."""
+
+    def remove(exc_type: type[BaseException] | None, *_: object) -> bool:
+        if exc_type is not None:
+            for folder in created:
+                try:
+                    os.rmdir(folder)
+                except OSError:
+                    break
+        return False
+
+    return remove
 
 
 def _check_adapter(spec: FilterSpec) -> None:
@@ -164,10 +215,17 @@ def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
 
         check_scheduler(scheduler)  # a usage error before any work
     out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"-o {out_dir} is not a folder")
+    try:
+        if not stat.S_ISDIR(os.stat(out_dir).st_mode):
+            raise UsageError(f"-o {out_dir} is not a folder")
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # made below, or refused there
+    except OSError as err:  # a name too long, a loop of links
+        raise UsageError(f"cannot use the folder {out_dir}: {err.strerror or err}") from None
     inputs = expand_inputs(args.inputs, recursive=args.recursive, exclude=[out_dir])
     jobs = plan_jobs(inputs, out_dir, fmt=args.format, suffix=args.suffix)
+    check_dtype_fits(spec, {j.format for j in jobs})
+    check_name_length(j.output for j in jobs)  # a long --suffix: refused now, not per file
     if args.report:  # the report follows the rule of every output, before any work
         check_output(args.report, overwrite=args.overwrite, inputs=inputs)
         report_key = os.path.normcase(os.path.abspath(args.report))
@@ -182,10 +240,13 @@ def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
         report_fh = _reserve_report(args, rows, spec, stack)
     if to_run and not scheduler:
         _check_adapter(spec)  # once, not the same line per file
+    missing = [out_dir, *out_dir.parents]
+    missing = missing[: next((i for i, p in enumerate(missing) if os.path.isdir(p)), 0)]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise UsageError(f"cannot create the folder {out_dir}: {err.strerror or err}") from None
+    stack.push(_remove_on_error(missing))  # a usage error found later leaves no empty folder
     check_writable(out_dir, f"into {out_dir}")
     # Temporaries of a run killed with kill -9 (unlocked: their writer is gone).
     remove_stale_temporaries(out_dir, [j.output.name for j in jobs])
@@ -194,7 +255,10 @@ def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
 
     def on_done(record: FileRecord) -> None:
         if record.status == "failed":
-            progress.message(f"blurapp: error: {record.error}")
+            message = record.error or ""
+            if record.input not in message:  # a filter's message that does not say which file
+                message = f"{record.input}: {message}"
+            progress.message(f"blurapp: error: {one_line(message)}")
         progress.advance(record.pixels if record.status == "ok" else 0)
 
     def ordered(records: list[FileRecord]) -> list[FileRecord]:
@@ -231,7 +295,8 @@ def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
         mpix = sum(r.pixels for r in rows if r.status == "ok") / 1e6
         print(
             f"blurapp: {written} written, {failed} failed, {len(skipped)} skipped "
-            f"in {wall_s:.1f} s ({mpix / wall_s if wall_s > 0 else 0:.1f} Mpix/s) -> {out_dir}",
+            f"in {wall_s:.1f} s ({mpix / wall_s if wall_s > 0 else 0:.1f} Mpix/s) "
+            f"-> {one_line(str(out_dir))}",
             file=sys.stderr,
         )
     return 1 if failed else 0

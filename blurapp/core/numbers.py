@@ -97,6 +97,10 @@ def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64
     Returns:
         A C-contiguous H×W×C array of ``dtype``. When ``image`` already is C-contiguous
         ``dtype`` it may be returned as a view: do not write into the result.
+
+    Raises:
+        ImageError: float64 pixels that ``dtype`` cannot hold (beyond ±3.4e38 for float32):
+            they would become infinities where the float64 reference is finite.
     """
     check_image(image)
     out_dtype = np.dtype(dtype)
@@ -108,7 +112,20 @@ def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64
         # exactly, also in float32.
         scale = out_dtype.type(np.iinfo(x.dtype).max)
         return np.ascontiguousarray(x.astype(out_dtype) / scale)
-    return np.ascontiguousarray(x, dtype=out_dtype)
+    if x.dtype.itemsize <= out_dtype.itemsize:
+        return np.ascontiguousarray(x, dtype=out_dtype)
+    with np.errstate(over="ignore"):
+        out = np.ascontiguousarray(x, dtype=out_dtype)
+    if not np.isfinite(out).all():
+        overflowed = np.isinf(out) & np.isfinite(x)
+        if overflowed.any():  # inf where the image holds a number: refused, never computed
+            peak = float(np.max(np.abs(x[overflowed])))
+            raise ImageError(
+                f"pixel values up to {peak:.3g} are beyond {out_dtype.name} "
+                f"(±{float(np.finfo(out_dtype).max):.3g}), which the GPU computes in; "
+                "use --strategy cpu (float64)"
+            )
+    return out
 
 
 def finite_bounds(x: np.ndarray) -> tuple[float, float] | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from blurapp.io.atomic import (
     TEMP_SUFFIX,
     atomic_output,
+    check_name_length,
     check_output,
     check_writable,
     file_identity,
@@ -42,6 +43,7 @@ __all__ = [
     "ImageData",
     "ImageInfo",
     "atomic_output",
+    "check_name_length",
     "check_output",
     "check_pixel_limit",
     "check_writable",

@@ -50,6 +50,7 @@ __all__ = [
     "TEMP_SUFFIX",
     "allocate",
     "atomic_output",
+    "check_name_length",
     "check_output",
     "file_identity",
     "remove_stale_temporaries",
@@ -131,8 +132,16 @@ def check_output(
     """
     dest = Path(path)
     folder = dest.parent
+    try:
+        os.lstat(dest)
+    except FileNotFoundError:
+        pass
+    except OSError as err:  # a name or path too long, a loop of links, a file as a folder
+        if err.errno != errno.ENOTDIR:
+            raise UsageError(f"cannot write {dest}: {_describe(err)}") from None
     if not folder.is_dir():
         raise UsageError(f"cannot write {dest}: the folder {folder} does not exist")
+    check_name_length([dest])
     if not os.path.lexists(dest):
         check_writable(folder, str(dest))
         return dest
@@ -153,6 +162,31 @@ def check_output(
     return dest
 
 
+def check_name_length(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Refuse, before any work, outputs whose names are longer than their folder's file system
+    takes (a long ``--suffix`` in a batch), which would fail only when written.
+
+    The limit is asked of each folder, or of the nearest one that exists.
+
+    Raises:
+        UsageError: one line naming the first such output, the length and the limit.
+    """
+    limits: dict[Path, int] = {}
+    for path in map(Path, paths):
+        folder = path.parent if str(path.parent) else Path(".")
+        if folder not in limits:
+            probe = folder
+            while not probe.is_dir() and probe.parent != probe:
+                probe = probe.parent
+            limits[folder] = _name_max(probe)
+        size = len(os.fsencode(path.name))
+        if size > limits[folder]:
+            raise UsageError(
+                f"cannot write {path}: its name is {size} bytes, longer than the "
+                f"{limits[folder]} that the file system of {folder} takes"
+            )
+
+
 def check_writable(folder: str | os.PathLike[str], what: str) -> None:
     """Refuse, before any work, a folder where no file can be created (read-only, full,
     ``/proc``): a temporary file is created there, given :data:`PROBE_BYTES` of real disk
@@ -166,19 +200,21 @@ def check_writable(folder: str | os.PathLike[str], what: str) -> None:
         UsageError: one line naming ``what`` and the reason.
     """
     folder = Path(folder) if str(folder) else Path(".")
-    probe = folder / temp_name(folder, "blurapp-probe")
-    try:
+    probe: Path | None = folder / temp_name(folder, "blurapp-probe")
+    fd = -1
+    try:  # the probe goes whatever stops this (Ctrl-C right after the open included)
         fd = os.open(probe, _CREATE_FLAGS, 0o600)
-    except OSError as err:
-        raise UsageError(f"cannot write {what}: {_describe(err)} (in {folder})") from None
-    try:
         allocate(fd, PROBE_BYTES)
     except OSError as err:
+        if isinstance(err, FileExistsError):
+            probe = None  # someone else's file: not ours to remove
         raise UsageError(f"cannot write {what}: {_describe(err)} (in {folder})") from None
     finally:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
+        if fd >= 0:
+            os.close(fd)
+        if probe is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(probe)
 
 
 #: The disk space :func:`check_writable` allocates for a moment: one page, the block of most
