@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -217,6 +219,7 @@ def _load(path: str, what: str) -> np.ndarray:
         raise UsageError(f"cannot read {what} file {path!r}: {exc.strerror or exc}") from None
     if magic != b"\x93NUMPY":
         raise UsageError(f"{what} file {path!r} is not a .npy array (save it with numpy.save)")
+    _check_declared_size(path, what)
     try:
         arr = np.load(path, allow_pickle=False)
     except FileNotFoundError:
@@ -226,6 +229,30 @@ def _load(path: str, what: str) -> np.ndarray:
     if not isinstance(arr, np.ndarray):
         raise UsageError(f"{what} file {path!r} holds several arrays; give one .npy array")
     return arr
+
+
+def _check_declared_size(path: str, what: str) -> None:
+    """Refuse a .npy file whose header declares more data than the file holds, before numpy
+    allocates what it declares (a 100-byte file declaring 2**40 values asked for 4 TiB)."""
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as f:
+            version = fmt.read_magic(f)
+            reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, _fortran, dtype = reader(f)
+            start = f.tell()
+            size = os.fstat(f.fileno()).st_size
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {what} file {path!r} as .npy: {exc}") from None
+    if dtype.hasobject:
+        return  # refused by np.load (allow_pickle=False) with its own line
+    need = math.prod(shape) * dtype.itemsize
+    if start + need > size:
+        raise UsageError(
+            f"{what} file {path!r} is truncated or corrupt: its header declares "
+            f"{'×'.join(map(str, shape))} {dtype} values ({need:,} bytes) but it holds "
+            f"{max(size - start, 0):,}"
+        )
 
 
 def _check_output(args: argparse.Namespace) -> Path:
@@ -277,6 +304,7 @@ def format_result(result: Any, error: float | None = None) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     from blurapp.conv.engine import conv2d
     from blurapp.conv.reference import conv2d_reference
+    from blurapp.conv.spec import ConvSpec, check_host_memory
 
     target = _check_output(args)
     x = _load(args.input, "input")
@@ -289,6 +317,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "groups": args.groups,
         "layout": args.layout,
     }
+    check_host_memory(
+        ConvSpec.from_arrays(x.shape, w.shape, bias_shape=None if b is None else b.shape, **layer)
+    )
     result = conv2d(
         x,
         w,
@@ -375,10 +406,12 @@ def layout_report(
         gflops, max_relative_error}, ...]}``; a strategy that cannot run is listed with ``error``.
     """
     from blurapp.conv.layout import spec_window_runs
-    from blurapp.conv.spec import ConvSpec
+    from blurapp.conv.spec import ConvSpec, check_host_memory
 
     n, c, h, w = shape
     spec = ConvSpec(n, c, h, w, cout, kernel, kernel, stride, dilation, padding, groups, "nchw")
+    if run:
+        check_host_memory(spec)
     report: dict[str, Any] = {
         "spec": spec.to_dict(),
         "runs": {k: v.to_dict() for k, v in spec_window_runs(spec).items()},
@@ -483,7 +516,7 @@ def run_conv(args: argparse.Namespace) -> int:
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from blurapp.conv.bench import RESNET_LAYERS, format_bench, overlap_probe, run_bench
-    from blurapp.conv.spec import ConvSpec
+    from blurapp.conv.spec import ConvSpec, check_host_memory
 
     if args.layer:
         layers = {}
@@ -491,6 +524,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             n, c, h, w, cout, k, *rest = dims
             stride, padding, groups = (*rest, *(1, 0, 1)[len(rest) :])
             spec = ConvSpec(n, c, h, w, cout, k, k, stride, 1, padding, groups, args.layout)
+            check_host_memory(spec)
             layers[",".join(map(str, dims))] = spec
     else:
         layers = {name: s.with_layout(args.layout) for name, s in RESNET_LAYERS.items()}

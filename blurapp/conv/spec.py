@@ -205,12 +205,45 @@ class ConvSpec:
         return d
 
 
+#: The host memory a command line's layer may need (its arrays, the layout copies, the float64
+#: reference's padded input and sums), as bench's ``--size`` guard counts its image.
+MAX_HOST_BYTES = 8 * 2**30
+
+
+def host_bytes(spec: ConvSpec) -> int:
+    """About the most host memory running ``spec`` with its reference check takes at once:
+    24 bytes per padded input value (float32 input and its layout copy, float64 padded copy),
+    12 per weight and 32 per output value (the GPU's float32 result, the float64 sums and an
+    einsum term)."""
+    p = spec.padding
+    padded = spec.n * spec.cin * (spec.h + 2 * p) * (spec.w + 2 * p)
+    weights = spec.cout * spec.cin_per_group * spec.kh * spec.kw
+    outputs = spec.n * spec.cout * spec.oh * spec.ow
+    return 24 * padded + 12 * weights + 32 * outputs
+
+
+def check_host_memory(spec: ConvSpec) -> None:
+    """Refuse, before allocating, a layer whose arrays would need more than
+    :data:`MAX_HOST_BYTES` (``--shape 1,3,100000,100000`` asked numpy for 224 GiB).
+
+    Raises:
+        UsageError: one line with the layer and the bytes it needs.
+    """
+    need = host_bytes(spec)
+    if need > MAX_HOST_BYTES:
+        raise UsageError(
+            f"the layer {spec.describe()} needs about {need / 2**30:,.1f} GiB of memory for its "
+            f"arrays, over the limit of {MAX_HOST_BYTES / 2**30:g} GiB; choose a smaller layer"
+        )
+
+
 def check_array(name: str, a: np.ndarray) -> np.ndarray:
     """``a`` as a C-contiguous float32 array; :class:`UsageError` if it is not numeric/finite."""
     a = np.asarray(a)
     if a.dtype.kind not in "fiub":
         raise UsageError(f"{name} must hold numbers, got dtype {a.dtype}")
-    out = np.ascontiguousarray(a, dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float32: inf, refused below
+        out = np.ascontiguousarray(a, dtype=np.float32)
     if not np.all(np.isfinite(out)):
         raise UsageError(f"{name} holds NaN or infinite values (or values too large for float32)")
     return out
