@@ -17,7 +17,8 @@ row, each row left to right, as :func:`blurapp.pipeline.stream_pixels` calls its
 finished row of windows is cut into rows of 256×256 tiles and encoded by tifffile's iterator
 form of ``TiffWriter.write`` on a thread of its own, through :func:`blurapp.io.atomic_output`
 (a temporary beside the destination, published when complete; removed on any error, Ctrl-C
-included). At most two bands of rows are held: the one being filled and the one being encoded.
+included). Rows are held a row of tiles (256 image rows) at a time: those of the row of windows
+being filled, and at most about one band more waiting for the encoder, each let go once encoded.
 """
 
 from __future__ import annotations
@@ -410,65 +411,74 @@ _END = object()
 class TiffSink:
     """The sink of :func:`tiff_sink`: call it with ``(y0, y1, x0, x1)`` and the pixels of each
     window, in the order of a tile grid (row by row, each row left to right, windows of one
-    row sharing ``y0`` and ``y1``). ``peak_rows`` is the most rows of output held at once
-    (the band being filled and the rows queued for the encoder), for tests."""
+    row sharing ``y0`` and ``y1``).
+
+    The rows are held in arrays of one row of TIFF tiles each (256 rows of the image): those of
+    the row of windows being filled, and those handed to the encoder and not yet encoded (at
+    most one more band; each is let go as soon as it is encoded). ``peak_rows`` is the most
+    rows held at once, for tests."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, band_rows: int) -> None:
         self.shape = shape
         self.dtype = dtype
         self._height, self._width = shape[0], shape[1]
         self._channels = 1 if len(shape) == 2 else shape[2]
-        self._band: np.ndarray | None = None
-        self._band_y0 = 0  # the image row of the band's first row
+        self._chunks: dict[int, np.ndarray] = {}  # row of tiles k → image rows 256k..
         self._row_y0 = self._row_y1 = 0  # the row of windows being filled
         self._filled = 0  # columns of that row received
         self._next = 0  # the first row not yet handed to the encoder
-        self._rows: queue.Queue[object] = queue.Queue(maxsize=max(2, band_rows // TIFF_TILE + 2))
-        self._queued_rows = 0
+        backlog = max(2, math.ceil(band_rows / TIFF_TILE) + 1)  # rows of tiles: about one band
+        self._rows: queue.Queue[object] = queue.Queue(maxsize=backlog)
+        self._held_rows = 0
         self._count_lock = threading.Lock()
         self.peak_rows = 0
         self.error: BaseException | None = None
         self.abort = threading.Event()
+
+    def _chunk(self, k: int) -> np.ndarray:
+        chunk = self._chunks.get(k)
+        if chunk is None:
+            rows = min(TIFF_TILE, self._height - k * TIFF_TILE)
+            chunk = np.empty((rows, self._width, self._channels), self.dtype)
+            self._chunks[k] = chunk
+            self._count(rows)
+        return chunk
 
     def __call__(self, window: tuple[int, int, int, int], pixels: np.ndarray) -> None:
         if self.error is not None:
             raise OutputError(f"the TIFF writer stopped: {self.error}")
         y0, y1, x0, x1 = window
         if self._filled == 0:
-            if y0 != self._row_y1 or x0 != 0:
+            if y0 != self._row_y1 or x0 != 0 or y1 <= y0:
                 raise ValueError(f"window {window} out of the grid's order")
-            carry = None if self._band is None else self._band[self._next - self._band_y0 :]
-            carried = 0 if carry is None else carry.shape[0]
-            band = np.empty((carried + y1 - y0, self._width, self._channels), self.dtype)
-            if carry is not None:
-                band[:carried] = carry
-            self._band, self._band_y0 = band, y0 - carried
             self._row_y0, self._row_y1 = y0, y1
-            self._count(band.shape[0] - carried)
         elif (y0, y1) != (self._row_y0, self._row_y1) or x0 != self._filled:
             raise ValueError(f"window {window} out of the grid's order")
-        band = self._band
-        assert band is not None
         block = pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]
-        band[y0 - self._band_y0 : y1 - self._band_y0, x0:x1] = block
+        for k in range(y0 // TIFF_TILE, (y1 - 1) // TIFF_TILE + 1):
+            top, bottom = max(y0, k * TIFF_TILE), min(y1, (k + 1) * TIFF_TILE)
+            chunk = self._chunk(k)
+            chunk[top - k * TIFF_TILE : bottom - k * TIFF_TILE, x0:x1] = block[
+                top - y0 : bottom - y0
+            ]
         self._filled = x1
         if x1 < self._width:
             return
         self._filled = 0
-        # The row of windows is complete: hand over every whole row of tiles (all the rest at
-        # the bottom of the image); the rows under the last whole one wait for the next band.
-        end = y1 if y1 == self._height else y1 - (y1 - self._next) % TIFF_TILE
-        for top in range(self._next, end, TIFF_TILE):
-            bottom = min(top + TIFF_TILE, end)
-            self._put(band[top - self._band_y0 : bottom - self._band_y0])
-        self._next = end
-        if end == y1:
-            self._band = None
+        # The row of windows is complete: hand over every complete row of tiles; the one that
+        # goes on below it waits for the next row of windows.
+        for k in sorted(self._chunks):
+            chunk = self._chunks[k]
+            if k * TIFF_TILE + chunk.shape[0] > y1:
+                break
+            del self._chunks[k]
+            self._put(chunk)
+            self._next = k * TIFF_TILE + chunk.shape[0]
 
     def _count(self, rows: int) -> None:
         with self._count_lock:
-            self._queued_rows += rows
-            self.peak_rows = max(self.peak_rows, self._queued_rows)
+            self._held_rows += rows
+            self.peak_rows = max(self.peak_rows, self._held_rows)
 
     def _put(self, rows: np.ndarray) -> None:
         while True:
