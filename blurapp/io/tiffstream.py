@@ -362,6 +362,8 @@ def open_tiff_source(path: str | os.PathLike[str]) -> TiffSource | None:
         raise
     if source is None:
         tif.close()
+    else:
+        source.path = os.fspath(path)  # as the user wrote it, for messages
     return source
 
 

@@ -4,6 +4,7 @@ regions asked for are read, and the tiled writer is atomic and holds a bounded b
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -252,7 +253,7 @@ def test_a_corrupt_segment_is_one_line_naming_the_file(tmp_path: Path) -> None:
     path.write_bytes(bytes(raw))
     with open_tiff_source(path) as source:  # type: ignore[union-attr]
         assert source[0:7, :].shape == (7, W, 3)
-        with pytest.raises(ImageError, match=r"in\.tif: truncated or corrupt TIFF"):
+        with pytest.raises(ImageError, match=rf"^cannot read {re.escape(str(path))}: truncated"):
             source[20:30, :]
 
 
