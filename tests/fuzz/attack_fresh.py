@@ -254,6 +254,7 @@ class Case:
     may_change: tuple[str, ...] = ()  # template paths (prefixes) the case may write
     quiet_ok: bool = True  # stderr must hold only blurapp's own lines
     stdin: bytes | None = None
+    python: bool = False  # args are for ``python`` itself (``-c CODE``), not ``-m blurapp``
 
 
 def _expand(arg: str | bytes, d: Path) -> str | bytes:
@@ -276,6 +277,8 @@ def judge(case: Case, d: Path, before: dict[str, tuple[str, str]], o: Outcome) -
         problems.append(f"died by signal {-o.rc}")
     elif o.rc not in case.expect:
         problems.append(f"exit {o.rc}, expected {case.expect}")
+        if case.python:  # what the script found, one line each
+            problems += o.out.decode("utf-8", "replace").strip().splitlines()
     lines = [ln for ln in err.splitlines() if ln.strip()]
     if o.rc == 2 and len(lines) != 1:
         problems.append(f"usage error in {len(lines)} lines")
@@ -2338,8 +2341,202 @@ def _row_col(d: Path) -> None:
     np.save(d / "col.npy", _noise((20000, 1), np.float32, 61))
 
 
+def _stream_tiff(d: Path) -> None:
+    """A 700×900 RGB TIFF (tiled, deflate) that runs in tiles with --max-tile-side 256, and so
+    streams region by region into a tiled TIFF."""
+    import tifffile
+
+    tifffile.imwrite(
+        d / "s.tif", _noise((700, 900, 3), seed=70), photometric="rgb", tile=(128, 128),
+        compression="zlib",
+    )  # fmt: skip
+
+
+def stream_cases(seed: int) -> list[Case]:
+    """The streamed TIFF path (large TIFFs, or any TIFF that runs in tiles)."""
+    rng = random.Random(seed + 1)
+    base = [A, "{d}/s.tif", "-o", "{d}/so.tif", "--max-tile-side", "256"]
+    cases = []
+    for kern, opts in [
+        ("gaussian:sigma=2", ["--border", "wrap"]),
+        ("box:5", ["--strategy", "direct", "--border", "mirror"]),
+        ("disk:radius=4", ["--strategy", "fft", "--border", "reflect"]),
+        ("disk:radius=4", ["--strategy", "lowrank"]),
+        ("sobel:x", ["--range", "offset", "--strategy", "tiled"]),
+        ("box:3", ["--channels", "g"]),
+        ("box:3", ["--dtype", "float32"]),
+        ("box:3", ["--dtype", "uint16", "--linear"]),
+        ("matrix:2x2:1,2,3,4", ["--convolve", "--strategy", "cpu"]),
+        ("box:3", ["--border", "constant=0.5", "--compress-level", "0"]),
+    ]:
+        options = dict(zip(opts[::2], opts[1::2], strict=False))
+        spec_kw = {
+            "border": options.get("--border", "clamp"),
+            "range_mode": options.get("--range", "clamp"),
+            "channels": options.get("--channels"),
+            "dtype": options.get("--dtype"),
+            "linear": "--linear" in opts,
+            "convolve": "--convolve" in opts,
+        }
+        spec_kw = {k: v for k, v in spec_kw.items() if v not in (None, False)}
+        atol = 1e-4 if "float32" in opts else (2.0 if "lowrank" in opts or "fft" in opts else 1.0)
+        cases.append(
+            Case(
+                f"stream {kern} {' '.join(opts)}",
+                [*base, "--kernel", kern, *[o for o in opts if o != "--linear"],
+                 *(["--linear"] if "--linear" in opts else [])],
+                (0,),
+                setup=_stream_tiff,
+                timeout=180,
+                check=lambda d, o, k=kern, kw=spec_kw, a=atol: close(
+                    d / "so.tif", reference(d / "s.tif", k, **kw), a
+                ),
+            )
+        )  # fmt: skip
+    for i in range(6):
+        sig = rng.choice([signal.SIGINT, signal.SIGTERM])
+        cases.append(
+            Case(
+                f"stream {sig.name} while writing (#{i})",
+                [*base, "--kernel", "gaussian:sigma=3", "--strategy", "direct"],
+                (0, 130),
+                setup=_stream_tiff,
+                timeout=180,
+                signal_when=(sig, ".so.tif.*.part"),
+            )
+        )
+        cases.append(
+            Case(
+                f"stream {sig.name} after {0.5 + i * 0.6:.1f} s",
+                [*base, "--kernel", "gaussian:sigma=3", "--strategy", "direct"],
+                (0, 130),
+                setup=_stream_tiff,
+                timeout=180,
+                signal_after=(sig, 0.5 + i * 0.6),
+            )
+        )
+    cases += [
+        Case("stream onto its input --overwrite", [A, "{d}/s.tif", "-o", "{d}/s.tif",
+             "--max-tile-side", "256", "-k", "box:3", "--overwrite"], (2,),
+             setup=_stream_tiff),
+        Case("stream onto an existing file", [*base[:3], "{d}/keep.txt", "--max-tile-side",
+             "256", "-k", "box:3"], (2,), setup=_stream_tiff),
+        Case("stream in a batch with a report", [B, "{d}/s.tif", "{d}/in/rgb.png", "-o",
+             "{d}/bo", "--max-tile-side", "256", "-k", "box:3", "--quiet", "--report",
+             "{d}/r.json"], (0,), setup=_stream_tiff, timeout=180,
+             check=_report_valid("r.json", 2)),
+        Case("stream a truncated tiled TIFF", [*base, "-k", "box:3"], (1,),
+             setup=lambda d: (_stream_tiff(d), _truncate(d / "s.tif", 0.5))),
+        Case("stream on a full folder: o.tif a FIFO", [*base[:3], "{d}/f.tif",
+             "--max-tile-side", "256", "-k", "box:3", "--overwrite"], (2,),
+             setup=lambda d: (_stream_tiff(d), os.mkfifo(d / "f.tif"))),
+    ]  # fmt: skip
+    return cases
+
+
+def _truncate(path: Path, share: float) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * share)])
+
+
+def report_cases() -> list[Case]:
+    """The batch report, reserved before the work: whatever stops the run removes it."""
+    run = [B, "{d}/in", "-o", "{d}/ro", "-k", "box:3", "--quiet", "--report", "{d}/r.json"]
+    return [
+        Case("report, then no adapter", [*run, "--strategy", "direct"], (1,),
+             env={"BLURAPP_ADAPTER": "no-such-adapter"}, check=absent("r.json", "ro")),
+        Case("report, then an uncreatable -o", [B, "{d}/in", "-o", "{d}/keep.txt/x", "-k",
+             "box:3", "--report", "{d}/r.json"], (2,), check=absent("r.json")),
+        Case("report, then outputs that exist", [B, "{d}/in/rgb.png", "-o", "{d}/out", "-k",
+             "box:3", "--report", "{d}/r.json"], (2,), check=absent("r.json")),
+        Case("report beside 2000 inputs", [B, "{d}/many", "-o", "{d}/mo", "-k", "box:3",
+             "--quiet", "--strategy", "cpu", "--report", "{d}/r.json"], (0,),
+             setup=lambda d: _tiny_many(d, 2000), timeout=300,
+             check=_report_valid("r.json", 2000)),
+        Case("report with --skip-existing of everything", [B, "{d}/in/rgb.png", "-o",
+             "{d}/out", "-k", "box:3", "--skip-existing", "--report", "{d}/r.json"], (0,),
+             check=_report_valid("r.json", 1)),
+        Case("report with --overwrite onto itself twice", [B, "{d}/in/rgb.png", "-o", "{d}/ro",
+             "-k", "box:3", "--overwrite", "--report", "{d}/keep.txt"], (0,),
+             may_change=("keep.txt",), check=_report_valid("keep.txt", 1)),
+    ]  # fmt: skip
+
+
+def _tiny_many(d: Path, count: int) -> None:
+    (d / "many").mkdir()
+    data = (d / "in/grey.png").read_bytes()
+    for i in range(count):
+        (d / f"many/t{i:05d}.png").write_bytes(data)
+
+
+API = """
+import warnings, sys
+import numpy as np
+import blurapp
+from blurapp.core.errors import BlurappError
+warnings.simplefilter("error")
+img = np.random.default_rng(0).integers(0, 256, (9, 11, 3), np.uint8)
+bad = []
+def call(image, kernel, **kw):
+    try:
+        blurapp.filter_image(image, kernel, **kw)
+    except BlurappError:
+        pass
+    except Exception as exc:
+        bad.append(f"{kw} {getattr(image, 'dtype', type(image))}: {type(exc).__name__}: {exc}")
+for kw in %s:
+    call(img, "box:3", **kw)
+for image in %s:
+    for strategy in ("auto", "direct", "fft", "lowrank", "cpu"):
+        call(image, "disk:radius=2", strategy=strategy)
+print("\\n".join(bad))
+sys.exit(1 if bad else 0)
+"""
+
+API_OPTIONS = """[dict(channels=123), dict(channels=""), dict(channels=b"rgb"),
+    dict(channels=["r"]), dict(dtype="float16"), dict(dtype=np.float16), dict(dtype=int),
+    dict(dtype="int8"),
+    dict(dtype=object), dict(dtype=1), dict(tolerance="abc"), dict(tolerance=-1),
+    dict(tolerance=float("nan")), dict(tolerance=[1]), dict(tolerance=True),
+    dict(tile=True), dict(tile=np.int64(16)), dict(tile="16"), dict(border=3), dict(border=None),
+    dict(strategy=None), dict(strategy=3), dict(strategy="FFT"), dict(convolve="yes"),
+    dict(range_mode=None), dict(alpha=1), dict(linear="no"), dict(bogus=1)]"""
+
+API_IMAGES = """[np.zeros((0, 5)), np.zeros((3, 3, 5)), np.zeros((3,)), np.zeros((2, 2, 2, 2)),
+    np.zeros((4, 4), np.complex64), np.zeros((4, 4), bool), np.zeros((4, 4), np.int64),
+    np.zeros((4, 4), np.float16), np.zeros((4, 4), object), np.array([[1, 2]], dtype=">u2"),
+    np.asfortranarray(np.zeros((5, 6, 3), np.float32)), np.zeros((5, 6, 3), np.float32)[::2, ::3],
+    np.broadcast_to(np.zeros((1, 1, 3), np.float32), (5, 6, 3)), [[1, 2], [3, 4]], "abc", None,
+    np.full((4, 4), np.nan, np.float32), np.zeros((1, 5000), np.float32),
+    np.full((3, 3), 1e300)]"""
+
+
+API_TILES = (
+    (API % ("[dict(max_tile_side=v) for v in (1, -5, 2.5, '8', None, True, 10**30)]", "[]"))
+    .replace(
+        "blurapp.filter_image(image, kernel, **kw)",
+        "blurapp.pipeline.filter_pixels(image, blurapp.core.filterspec.FilterSpec.of(kernel), "
+        "max_tile_side=kw['max_tile_side'])",
+    )
+    .replace("import blurapp\n", "import blurapp, blurapp.pipeline\n")
+)
+
+
+def api_cases() -> list[Case]:
+    """blurapp.filter_image with odd keywords and arrays: a BlurappError or a result, never
+    another exception or a warning."""
+    return [
+        Case("API: filter_image with odd keywords and images",
+             ["-c", API % (API_OPTIONS, API_IMAGES)], (0,), python=True, timeout=300),
+        Case("API: max_tile_side of odd types", ["-c", API_TILES], (0,), python=True),
+    ]  # fmt: skip
+
+
 def all_cases(seed: int) -> list[Case]:
     return [
+        *stream_cases(seed),
+        *report_cases(),
+        *api_cases(),
         *kernel_cases(),
         *option_cases(),
         *info_cases(),
@@ -2365,7 +2562,8 @@ def run_case(case: Case, template: Path, work: Path, base_env: dict[str, str]) -
     env = {**base_env, **{k: _expand(v, d) for k, v in case.env.items()}}
     for name in case.unset:
         env.pop(name, None)
-    argv = [PY, "-m", "blurapp", *(_expand(a, d) for a in case.args)]
+    head = [PY] if case.python else [PY, "-m", "blurapp"]
+    argv = [*head, *(_expand(a, d) for a in case.args)]
     outcome = run_process(
         argv,
         cwd=d,
