@@ -491,8 +491,9 @@ def _filter_tiles(
         y0, y1, x0, x1 = window
         oy, ox = origin
         p = filtered.prepared
-        # Only the window's own pixels: its source (invisible pixels' colour) and its result.
-        source = np.asarray(pixels[y0:y1, x0:x1])
+        # Only the window's own pixels: its source (invisible pixels' colour, cut from the
+        # gathered tile rather than read from the image again) and its result.
+        source = p.source[oy : oy + y1 - y0, ox : ox + x1 - x0]
         kept = Prepared(p.spec, source, p.x, p.storage, p.out_dtype, p.convert, p.output, None)
         y = filtered.y[oy : oy + y1 - y0, ox : ox + x1 - x0]
         return Filtered(kept, y, filtered.final, filtered.timing, filtered.strategy, "")

@@ -226,5 +226,8 @@ def test_random_kernels_errors_monotone_and_full_rank_exact(w: np.ndarray) -> No
     errors = [s.relative_error(i) for i in range(full + 1)]
     assert all(a >= b for a, b in itertools.pairwise(errors))
     assert errors[full] == 0.0
-    if np.any(w):
-        assert rel(s.approximation(full), w) < 1e-12
+    kept = flush_tiny(w)  # weights below float32's normals are zero taps (core.nonfinite)
+    if np.any(kept):
+        assert rel(s.approximation(full), kept) < 1e-12
+    else:
+        assert not np.any(s.approximation(full))
