@@ -601,8 +601,10 @@ def tiff_sink(
             sink.abort.set()
 
     thread = threading.Thread(target=write, name="blurapp-tiff-writer", daemon=True)
-    thread.start()
     try:
+        # Started inside: a Ctrl-C while start() waits for the thread must still abort it (and
+        # so remove the temporary it may have made).
+        thread.start()
         yield sink
         sink.finish()
         while thread.is_alive():
