@@ -81,3 +81,27 @@ def test_a_single_pixel_streams():
     out, windows, _ = _stream(SlicesOnly(image), spec)
     assert windows == [(0, 1, 0, 1)]
     np.testing.assert_array_equal(out, filter_pixels(image, spec).image)
+
+
+def test_max_tile_side_is_checked_in_the_api() -> None:
+    from blurapp import filter_image
+    from blurapp.core.errors import UsageError
+
+    image = np.zeros((20, 20), np.uint8)
+    for bad in ("8", 8.0, True):
+        with pytest.raises(UsageError, match="max_tile_side must be a whole number"):
+            filter_image(image, "box:3", strategy="cpu", max_tile_side=bad)
+    assert filter_image(image, "box:3", strategy="cpu", max_tile_side=np.int64(8)).image.shape
+
+
+def test_too_many_tiles_is_a_usage_error_naming_a_side_that_works() -> None:
+    from blurapp.core.errors import UsageError
+    from blurapp.core.tiling import MAX_TILES, plan_grid
+
+    with pytest.raises(UsageError, match=r"into 12000000 tiles \(at most 65536\): use "):
+        plan_grid(3000, 4000, (3, 3), max_tile_side=3)
+    try:
+        plan_grid(3000, 4000, (3, 3), max_tile_side=3)
+    except UsageError as err:
+        enough = int(str(err).split("--max-tile-side ")[-1].split()[0])
+    assert plan_grid(3000, 4000, (3, 3), max_tile_side=enough).count <= MAX_TILES

@@ -30,6 +30,7 @@ from blurapp.core.borders import Border, BorderMode
 from blurapp.core.errors import UsageError
 
 __all__ = [
+    "MAX_TILES",
     "TILE_TEXELS",
     "WHOLE_IMAGE_TEXELS",
     "TileGrid",
@@ -46,6 +47,9 @@ WHOLE_IMAGE_TEXELS = 1 << 24
 #: A 20000×15000 RGB photo (0.9 GB in, 0.9 GB out) then peaks at 2.35 GB through ``apply``
 #: (2.51 GB with tiles of 2**23 texels, no faster: docs/PERFORMANCE.md "Images of any size").
 TILE_TEXELS = 1 << 22
+#: The most tiles ``--max-tile-side`` may cut one image into (a minute or two of per-tile
+#: overhead on lavapipe, about 1.4 ms a tile).
+MAX_TILES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -115,14 +119,27 @@ def plan_grid(
     halo = _halo(kernel_shape)
     pad_y, pad_x = halo[0] + halo[1], halo[2] + halo[3]
     if max_tile_side is not None:
-        side = max_tile_side - max(pad_y, pad_x)
+        if isinstance(max_tile_side, bool) or not isinstance(max_tile_side, (int, np.integer)):
+            raise UsageError(
+                f"max_tile_side must be a whole number of pixels, not {max_tile_side!r}"
+            )
+        side = int(max_tile_side) - max(pad_y, pad_x)
         if side < 1:
             rows, cols = kernel_shape
             raise UsageError(
                 f"--max-tile-side {max_tile_side} is too small for a {cols}×{rows} kernel: a "
                 f"tile needs {max(pad_y, pad_x) + 1} pixels per side or more"
             )
-        return TileGrid(height, width, side, halo)
+        grid = TileGrid(height, width, side, halo)
+        if grid.count > MAX_TILES:
+            # Each tile costs a run's fixed overhead (about a millisecond or more): millions of
+            # them would take hours for an image a few larger tiles do in seconds.
+            enough = math.isqrt(height * width // MAX_TILES) + 1 + max(pad_y, pad_x)
+            raise UsageError(
+                f"--max-tile-side {max_tile_side} cuts this {width}×{height} image into "
+                f"{grid.count} tiles (at most {MAX_TILES}): use --max-tile-side {enough} or more"
+            )
+        return grid
     fits = (max_side is None or (height <= max_side and width <= max_side)) and (
         max_texels is None or height * width <= max_texels
     )
