@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import stat
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -131,23 +129,6 @@ def run_apply(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Make SIGTERM stop a batch like Ctrl-C does: cleanly, with no partial file."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _remove_on_error(created: list[Path]) -> Callable[..., bool]:
     """An ExitStack callback: on an error, remove the folders ``created`` (deepest first) that
     are still empty; a folder with an output in it stays."""
@@ -180,8 +161,9 @@ def _check_adapter(spec: FilterSpec) -> None:
 
 def run_batch(args: argparse.Namespace) -> int:
     """``blurapp batch IN... -o DIR --kernel SPEC ...``; returns the exit code (0, 1 or 2)."""
-    with _sigterm_as_interrupt(), ExitStack() as stack:
-        # SIGTERM from the first temporary file on: whatever stops the run removes it.
+    with ExitStack() as stack:
+        # (SIGTERM is Ctrl-C for every command: blurapp.cli.) Whatever stops the run removes
+        # the temporary files.
         return _run_batch(args, stack)
 
 

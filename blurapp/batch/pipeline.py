@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import math
 import queue
-import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,24 +219,6 @@ def stream_plan(
     return StreamPlan(grid, side, need)
 
 
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Make SIGTERM stop the work like Ctrl-C does (KeyboardInterrupt): cleanly, with no
-    partial file. Only in the main thread (elsewhere signal handlers cannot be set)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def stream_file(
     source: Path,
     output: Path,
@@ -271,7 +251,6 @@ def stream_file(
     out_dtype = file_dtype(spec, src.dtype, "tiff")
     with (
         src,
-        sigterm_as_interrupt(),
         tiff_sink(
             output,
             src.shape,
