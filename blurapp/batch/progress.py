@@ -6,6 +6,7 @@ a few times a second, and only when standard output is a terminal.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import threading
@@ -118,6 +119,8 @@ class WorkProgress:
     (a quick run draws nothing).
 
     :meth:`update` takes ``(done, total)`` from any thread (tiles, or the bands of a GPU pass).
+    ``delay`` defaults to ``BLURAPP_PROGRESS_DELAY`` seconds when that is set (0 draws from the
+    first update: for scripts and tests that watch the bar), else 1.
     """
 
     def __init__(
@@ -126,9 +129,14 @@ class WorkProgress:
         *,
         stream: TextIO | None = None,
         enabled: bool | None = None,
-        delay: float = 1.0,
+        delay: float | None = None,
         min_interval: float = 0.2,
     ) -> None:
+        if delay is None:
+            try:
+                delay = float(os.environ.get("BLURAPP_PROGRESS_DELAY", "1"))
+            except ValueError:
+                delay = 1.0
         self.label = label
         self.stream = stream or sys.stdout
         isatty = getattr(self.stream, "isatty", None)
