@@ -18,7 +18,7 @@ from blurapp.core.borders import Border
 from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
 from blurapp.core.lowrank import low_rank
-from blurapp.core.numbers import from_float, to_float
+from blurapp.core.numbers import beyond_float32, from_float, to_float
 from blurapp.core.planner import DeviceLimits, Plan, plan
 from blurapp.core.reference import correlate_float
 from blurapp.core.tiling import WHOLE_IMAGE_TEXELS, TileGrid, plan_grid
@@ -177,7 +177,11 @@ def filter_float(
         raise StrategyError(problem)
     reason = ""
     info = strategies.STRATEGIES[strategy]
-    if info.runs_on == "planner":
+    if info.runs_on == "planner" and beyond_float32(x):
+        # The GPU computes in float32, where these pixels would be infinities.
+        strategy = strategies.CPU
+        reason = "pixel values beyond float32 (±3.4e38): the float64 reference"
+    elif info.runs_on == "planner":
         chosen = plan(kernel, gpu_limits(), tolerance=tolerance)
         strategy, reason = chosen.strategy, chosen.reason
         tile = tile if tile is not None else chosen.tile

@@ -32,7 +32,8 @@ from blurapp.core.colour import linear_to_srgb, srgb_to_linear
 from blurapp.core.errors import BlurappError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
-from blurapp.core.numbers import check_image, finite_bounds, from_float, to_float
+from blurapp.core.numbers import beyond_float32, check_image, finite_bounds, from_float, to_float
+from blurapp.core.strategies import AUTO
 from blurapp.core.tiling import TileGrid, gather
 from blurapp.core.timing import PassTiming, Timing
 
@@ -178,15 +179,19 @@ def _quantise_f32(y: np.ndarray, dtype: np.dtype, squeeze: bool) -> np.ndarray:
     return out[:, :, 0] if squeeze else out
 
 
-def _float_dtype(spec: FilterSpec) -> type:
+def _float_dtype(spec: FilterSpec, pixels: np.ndarray | None = None) -> type:
     # The reference works in float64 (bit for bit what blurapp.core.reference.correlate gives);
-    # the GPU in float32, so a float64 copy would only cost memory.
+    # the GPU in float32, so a float64 copy would only cost memory. Under auto, float64 pixels
+    # beyond float32 stay float64: the engine then runs the reference (an explicit GPU
+    # strategy refuses them in to_float).
+    if spec.strategy == AUTO and pixels is not None and beyond_float32(pixels):
+        return np.float64
     return np.float32 if spec.runs_on_gpu else np.float64
 
 
 def _to_filter_floats(pixels: np.ndarray, spec: FilterSpec) -> np.ndarray:
     """Stored pixels → the float H×W×C image the kernel sees (linear, premultiplied as asked)."""
-    x = to_float(pixels, _float_dtype(spec))
+    x = to_float(pixels, _float_dtype(spec, pixels))
     channels = x.shape[2]
     colour = channels - 1 if _has_alpha(channels) else channels
     premultiply = _premultiplies(spec, channels)

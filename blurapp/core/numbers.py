@@ -87,6 +87,15 @@ def check_image(image: np.ndarray) -> None:
         raise ImageError(f"unsupported pixel type {image.dtype.name}; supported: {_SUPPORTED_TEXT}")
 
 
+def beyond_float32(x: np.ndarray) -> bool:
+    """Whether float64 ``x`` holds finite values float32 cannot (|v| > 3.4e38)."""
+    if x.dtype != np.float64 or x.size == 0:
+        return False
+    with np.errstate(invalid="ignore"):
+        peak = np.nanmax(np.abs(np.where(np.isfinite(x), x, 0.0)))
+    return bool(peak > np.finfo(np.float32).max)
+
+
 def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64) -> np.ndarray:
     """Convert an image to normalised floats, always H×W×C.
 

@@ -304,15 +304,21 @@ def test_float64_pixels_beyond_float32_are_refused_on_the_gpu(capsys, tmp_path) 
     image = np.full((6, 7), 1e300)
     image[0, 0] = 1.0
     np.save(tmp_path / "big.npy", image)
-    for strategy in ("direct", "auto"):
-        code, err = run(capsys, "apply", tmp_path / "big.npy", "-o", tmp_path / "o.npy",
-                        "-k", "box:3", "--strategy", strategy)  # fmt: skip
-        assert code == 1 and "beyond float32" in err and "--strategy cpu" in err, err
-        assert not (tmp_path / "o.npy").exists()
+    code, err = run(capsys, "apply", tmp_path / "big.npy", "-o", tmp_path / "o.npy",
+                    "-k", "box:3", "--strategy", "direct")  # fmt: skip
+    assert code == 1 and "beyond float32" in err and "--strategy cpu" in err, err
+    assert not (tmp_path / "o.npy").exists()
     code, err = run(capsys, "apply", tmp_path / "big.npy", "-o", tmp_path / "o.npy", "-k",
                     "box:3", "--strategy", "cpu")  # fmt: skip
     assert code == 0, err
-    assert np.isfinite(np.load(tmp_path / "o.npy")).all()
+    cpu = np.load(tmp_path / "o.npy")
+    assert np.isfinite(cpu).all()
+    # auto runs the float64 reference for them, and says why.
+    code, err = run(capsys, "apply", tmp_path / "big.npy", "-o", tmp_path / "a.npy", "-k",
+                    "box:3", "--timing")  # fmt: skip
+    assert code == 0, err
+    assert "strategy    cpu  (pixel values beyond float32" in err
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), cpu)
 
 
 def test_a_batch_failure_line_names_its_file(capsys, png, tmp_path) -> None:
