@@ -477,10 +477,34 @@ def _libpng_decodes(path: Path) -> bool:
             fh.seek(length + 4, os.SEEK_CUR)
 
 
+#: Text chunks: nothing of the pixels, and libpng prints "tEXt: out of memory" on stderr for one
+#: over its 8 MB chunk limit (on a run that then succeeds).
+_PNG_TEXT_CHUNKS = (b"tEXt", b"zTXt", b"iTXt")
+
+
+def _without_text_chunks(data: bytes) -> bytes:
+    """The PNG ``data`` without its text chunks (the same object when it has none)."""
+    view = memoryview(data)
+    kept: list[memoryview] = [view[: len(_PNG_SIGNATURE)]]
+    pos, dropped = len(_PNG_SIGNATURE), False
+    while pos + 8 <= len(data):
+        length, kind = struct.unpack_from(">I4s", data, pos)
+        end = min(pos + 12 + length, len(data))
+        if kind in _PNG_TEXT_CHUNKS:
+            dropped = True
+        else:
+            kept.append(view[pos:end])
+        pos = end
+    if not dropped:
+        return data
+    kept.append(view[pos:])
+    return b"".join(kept)
+
+
 def _read_png_libpng(path: Path) -> ImageData:
     import imagecodecs
 
-    pixels = imagecodecs.png_decode(path.read_bytes())
+    pixels = imagecodecs.png_decode(_without_text_chunks(path.read_bytes()))
     if pixels.ndim == 3 and pixels.shape[2] == 1:
         pixels = pixels[:, :, 0]
     icc, exif, orientation = _pillow_metadata(path)

@@ -192,3 +192,26 @@ def test_an_encoder_error_names_the_output_not_the_temporary(tmp_path, monkeypat
         write_image(target, ImageData(np.zeros((4, 4), np.float32), "tiff"), fmt="tiff")
     assert str(info.value) == f"cannot write {target}: No space left on device"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_large_png_text_chunk_prints_no_libpng_warning(tmp_path, capfd) -> None:
+    """libpng printed "tEXt: out of memory" on stderr for a text chunk over its 8 MB limit, on a
+    run that then succeeded (issue 18): text chunks are not given to it."""
+    import struct
+    import zlib
+
+    import imagecodecs
+
+    from blurapp.io.images import read_image
+
+    pixels = np.arange(20 * 30 * 3, dtype=np.uint16).reshape(20, 30, 3) * 37
+    plain = imagecodecs.png_encode(pixels)
+    text = b"Comment\0" + b"y" * 9_000_000
+    chunk = (struct.pack(">I", len(text)) + b"tEXt" + text
+             + struct.pack(">I", zlib.crc32(b"tEXt" + text)))  # fmt: skip
+    path = tmp_path / "text16.png"
+    path.write_bytes(plain[:33] + chunk + plain[33:])  # after IHDR
+    capfd.readouterr()
+    image = read_image(path)
+    np.testing.assert_array_equal(image.pixels, pixels)
+    assert capfd.readouterr().err == ""
