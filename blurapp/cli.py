@@ -228,6 +228,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # at any point, parsing and start-up included
         print("blurapp: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:
+        # Python wraps an interrupt raised inside some machinery (a dataclass's __set_name__
+        # while a module is imported) in a RuntimeError: still Ctrl-C, not a failure.
+        if not _interrupted(err):
+            raise
+        print("blurapp: interrupted", file=sys.stderr)
+        return 130
+
+
+def _interrupted(err: BaseException) -> bool:
+    """Whether ``err`` was caused by a KeyboardInterrupt (Ctrl-C or SIGTERM)."""
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _run(args_list: list[str]) -> int:

@@ -331,3 +331,26 @@ def test_a_batch_failure_line_names_its_file(capsys, png, tmp_path) -> None:
     assert code == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"blurapp: error: {tmp_path / 'big.npy'}: ")
+
+
+def test_an_interrupt_wrapped_by_python_is_still_an_interrupt(capsys, monkeypatch) -> None:
+    """SIGTERM while a module defining a dataclass was imported came out as "RuntimeError:
+    Error calling __set_name__ ..." with a traceback (the fresh run's second pass)."""
+    import blurapp.cli as cli
+
+    def wrapped(_args: list[str]) -> int:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as err:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from err
+
+    monkeypatch.setattr(cli, "_run", wrapped)
+    assert cli.main(["kernel", "box:3"]) == 130
+    assert capsys.readouterr().err == "blurapp: interrupted\n"
+
+    def failing(_args: list[str]) -> int:
+        raise RuntimeError("a real bug")
+
+    monkeypatch.setattr(cli, "_run", failing)
+    with pytest.raises(RuntimeError, match="a real bug"):
+        cli.main(["kernel", "box:3"])
