@@ -38,3 +38,36 @@ def gpu(record_testsuite_property) -> object:
 def pytest_terminal_summary(terminalreporter) -> None:
     if _ADAPTERS:
         terminalreporter.write_line(f"GPU tests ran on: {', '.join(sorted(_ADAPTERS))}")
+
+
+def _blurapp_on_a_tty(*args: object, env: dict[str, str] | None = None) -> tuple[str, int]:
+    """Run ``python -m blurapp ARGS`` with standard output on a pseudo-terminal; returns what
+    it drew there and its exit code."""
+    import pty
+    import subprocess
+    import sys
+
+    primary, secondary = pty.openpty()
+    with subprocess.Popen(
+        [sys.executable, "-m", "blurapp", *map(str, args)], stdout=secondary,
+        stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
+    ) as p:  # fmt: skip
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        code = p.wait(timeout=120)
+    os.close(primary)
+    return b"".join(chunks).decode(), code
+
+
+@pytest.fixture
+def on_a_tty():
+    """:func:`_blurapp_on_a_tty`: blurapp with its standard output on a terminal."""
+    return _blurapp_on_a_tty

@@ -1,4 +1,5 @@
-"""A one-line progress bar for batch runs: files done/total, megapixels per second and ETA.
+"""One-line progress bars: batch's (files done/total, megapixels per second, ETA) and a long
+apply's (the fraction of tiles or bands done).
 
 Hand-written (thirty lines) rather than a dependency: it only has to redraw one line with ``\\r``
 a few times a second, and only when standard output is a terminal.
@@ -13,7 +14,7 @@ import threading
 import time
 from typing import TextIO
 
-__all__ = ["Progress", "format_duration"]
+__all__ = ["Progress", "WorkProgress", "format_duration"]
 
 
 def format_duration(seconds: float) -> str:
@@ -24,7 +25,35 @@ def format_duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
-class Progress:
+class _Bar:
+    """One line redrawn with ``\\r`` on ``stream`` when it is a terminal (``enabled=None``)."""
+
+    def __init__(self, stream: TextIO | None, enabled: bool | None, min_interval: float) -> None:
+        self.stream = stream or sys.stdout
+        isatty = getattr(self.stream, "isatty", None)
+        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
+        self.min_interval = min_interval
+        self.start = time.perf_counter()
+        self._last = 0.0
+        self._drawn = False
+        self._lock = threading.Lock()
+
+    def line(self, now: float | None = None) -> str:
+        raise NotImplementedError
+
+    def _draw(self, now: float) -> None:
+        if not self.enabled:
+            return
+        self.stream.write("\r" + self.line(now) + "\x1b[K")
+        self.stream.flush()
+        self._drawn = True
+
+    def _erase(self) -> None:
+        self.stream.write("\r\x1b[K")
+        self.stream.flush()
+
+
+class Progress(_Bar):
     """Counts finished files and draws the bar on ``stream`` when it is a terminal.
 
     Arguments:
@@ -42,17 +71,10 @@ class Progress:
         enabled: bool | None = None,
         min_interval: float = 0.1,
     ) -> None:
+        super().__init__(stream, enabled, min_interval)
         self.total = total
         self.done = 0
         self.pixels = 0
-        self.stream = stream or sys.stdout
-        isatty = getattr(self.stream, "isatty", None)
-        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
-        self.min_interval = min_interval
-        self.start = time.perf_counter()
-        self._last = 0.0
-        self._drawn = False
-        self._lock = threading.Lock()
 
     def advance(self, pixels: int = 0) -> None:
         """One more file done, of ``pixels`` pixels."""
@@ -84,20 +106,12 @@ class Progress:
             f"  {rate:6.1f} Mpix/s  {eta}"
         )
 
-    def _draw(self, now: float) -> None:
-        if not self.enabled:
-            return
-        self.stream.write("\r" + self.line(now) + "\x1b[K")
-        self.stream.flush()
-        self._drawn = True
-
     def message(self, text: str, stream: TextIO | None = None) -> None:
         """Print a line (an error, say) above the bar without garbling it."""
         out = stream or sys.stderr
         with self._lock:
             if self._drawn:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
+                self._erase()
             out.write(text + "\n")
             out.flush()
             if self._drawn:
@@ -113,7 +127,7 @@ class Progress:
                 self._drawn = False
 
 
-class WorkProgress:
+class WorkProgress(_Bar):
     """One long piece of work (``blurapp apply`` on a large image or with a large kernel): a bar
     of the fraction done, drawn on ``stream`` when it is a terminal, from ``delay`` seconds on
     (a quick run draws nothing).
@@ -137,17 +151,10 @@ class WorkProgress:
                 delay = float(os.environ.get("BLURAPP_PROGRESS_DELAY", "1"))
             except ValueError:
                 delay = 1.0
+        super().__init__(stream, enabled, min_interval)
         self.label = label
-        self.stream = stream or sys.stdout
-        isatty = getattr(self.stream, "isatty", None)
-        self.enabled = bool(isatty and isatty()) if enabled is None else enabled
         self.delay = delay
-        self.min_interval = min_interval
-        self.start = time.perf_counter()
         self.fraction = 0.0
-        self._last = 0.0
-        self._drawn = False
-        self._lock = threading.Lock()
 
     def update(self, done: int, total: int) -> None:
         """``done`` of ``total`` pieces are finished."""
@@ -175,17 +182,9 @@ class WorkProgress:
             f"{self.label}  {eta}"
         )
 
-    def _draw(self, now: float) -> None:
-        if not self.enabled:
-            return
-        self.stream.write("\r" + self.line(now) + "\x1b[K")
-        self.stream.flush()
-        self._drawn = True
-
     def close(self) -> None:
         """Erase the bar (the command's own lines follow)."""
         with self._lock:
             if self._drawn:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
+                self._erase()
                 self._drawn = False

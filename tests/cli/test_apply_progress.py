@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,29 +12,10 @@ from PIL import Image
 from blurapp.batch.progress import WorkProgress
 
 
-def _on_a_tty(*args: str, delay: str = "0") -> tuple[str, int]:
-    primary, secondary = pty.openpty()
-    env = {**os.environ, "BLURAPP_PROGRESS_DELAY": delay}
-    with subprocess.Popen(
-        [sys.executable, "-m", "blurapp", "apply", *args], stdout=secondary,
-        stderr=subprocess.PIPE, env=env,
-    ) as p:  # fmt: skip
-        os.close(secondary)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(primary, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        code = p.wait(timeout=120)
-    os.close(primary)
-    return b"".join(chunks).decode(), code
+def test_apply_in_tiles_draws_a_bar_and_erases_it(tmp_path: Path, on_a_tty) -> None:
+    def _on_a_tty(*args: str, delay: str = "0") -> tuple[str, int]:
+        return on_a_tty("apply", *args, env={"BLURAPP_PROGRESS_DELAY": delay})
 
-
-def test_apply_in_tiles_draws_a_bar_and_erases_it(tmp_path: Path) -> None:
     src = tmp_path / "in.png"
     Image.fromarray(np.random.default_rng(0).integers(0, 256, (200, 300, 3), np.uint8)).save(src)
     tiles = ("--kernel", "box:5", "--strategy", "cpu", "--max-tile-side", "64")  # 24 tiles

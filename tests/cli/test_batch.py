@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -454,36 +453,20 @@ def test_interrupt_stops_cleanly(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ progress and report
 
 
-def test_progress_bar_only_on_a_terminal(tmp_path: Path) -> None:
+def test_progress_bar_only_on_a_terminal(tmp_path: Path, on_a_tty) -> None:
     src = tmp_path / "in"
     _good_inputs(src, 3)
     proc = blurapp("batch", src, "-o", tmp_path / "o1", "-k", "box:3", "--strategy", "cpu")
     assert proc.returncode == 0 and proc.stdout == ""  # not a TTY: silent
 
-    def on_a_tty(*extra: str) -> str:
-        primary, secondary = pty.openpty()
-        with subprocess.Popen(
-            [sys.executable, "-m", "blurapp", "batch", src, "-k", "box:3", "--strategy", "cpu",
-             *extra],
-            stdout=secondary, stderr=subprocess.PIPE,
-        ) as p:  # fmt: skip
-            os.close(secondary)
-            chunks = []
-            while True:
-                try:
-                    chunk = os.read(primary, 4096)
-                except OSError:  # EIO: the child closed the terminal
-                    break
-                if not chunk:
-                    break
-                chunks.append(chunk)
-            assert p.wait(timeout=60) == 0
-        os.close(primary)
-        return b"".join(chunks).decode()
+    def batch_on_a_tty(*extra: str) -> str:
+        shown, code = on_a_tty("batch", src, "-k", "box:3", "--strategy", "cpu", *extra)
+        assert code == 0
+        return shown
 
-    shown = on_a_tty("-o", str(tmp_path / "o2"))
+    shown = batch_on_a_tty("-o", str(tmp_path / "o2"))
     assert "3/3 files" in shown and "Mpix/s" in shown and "[" in shown
-    assert on_a_tty("-o", str(tmp_path / "o3"), "--quiet") == ""
+    assert batch_on_a_tty("-o", str(tmp_path / "o3"), "--quiet") == ""
 
 
 @pytest.mark.gpu
