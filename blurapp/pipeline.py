@@ -63,8 +63,11 @@ Sink = Callable[[tuple[int, int, int, int], np.ndarray], None]
 
 #: Tiles of one image in flight on the GPU's side: one reading back, one executing, one
 #: waiting with its upload laid out (on lavapipe, whose submissions execute in the submitting
-#: thread, fewer leave the device idle between tiles).
-_GPU_THREADS = 3
+#: thread, fewer leave the device idle between tiles). The live preview uses 1: measured with
+#: benchmarks/live_preview.py, 3 made the last of a burst of sigma steps show 224-295 ms after
+#: the last input instead of 104 ms (the new run queued behind the cancelled render's tiles),
+#: for a full result no sooner (1.18-1.22 s either way).
+TILES_IN_FLIGHT = 3
 
 #: After a run in tiles, textures for tiles up to this many texels stay on the GPU (a live
 #: preview that renders in small tiles reuses them); larger ones are released.
@@ -356,6 +359,7 @@ def filter_pixels(
     max_tile_side: int | None = None,
     check: Callable[[], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    in_flight: int = TILES_IN_FLIGHT,
 ) -> FilterResult:
     """Filter one image's pixels as ``spec`` says: :func:`prepare`, :func:`run`, :func:`finish`.
 
@@ -371,6 +375,9 @@ def filter_pixels(
             cancel the work (the exception propagates).
         progress: called with (tiles done, tiles in all) after each tile; on an image that
             runs whole, with (bands done, bands in all) of a long GPU pass, then (1, 1).
+        in_flight: tiles on the GPU's side at once (:data:`TILES_IN_FLIGHT`, for throughput);
+            1 for an interactive caller, whose cancel then waits for one tile only, and whose
+            other runs do not queue behind several tiles for the GPU.
 
     Returns:
         A :class:`FilterResult` whose image has the input's shape and the output's pixel type
@@ -381,6 +388,8 @@ def filter_pixels(
 
     start = time.perf_counter()
     check_image(pixels)
+    if isinstance(in_flight, bool) or not isinstance(in_flight, int) or in_flight < 1:
+        raise UsageError(f"in_flight must be a whole number of tiles ≥ 1, not {in_flight!r}")
     grid = tile_grid(
         pixels.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
     )
@@ -392,7 +401,9 @@ def filter_pixels(
         if progress is not None:
             progress(1, 1)
     else:
-        image, timings, ran, reason = _filter_tiles(pixels, spec, grid, dtype, check, progress)
+        image, timings, ran, reason = _filter_tiles(
+            pixels, spec, grid, dtype, check, progress, in_flight=in_flight
+        )
     wall_ms = (time.perf_counter() - start) * 1e3
     pixel_count = int(pixels.shape[0] * pixels.shape[1])
     return FilterResult(image, sum_timings(timings, pixel_count, wall_ms), ran, reason)
@@ -466,6 +477,8 @@ def _filter_tiles(
     check: Callable[[], None] | None,
     progress: Callable[[int, int], None] | None,
     sink: Sink | None = None,
+    *,
+    in_flight: int = TILES_IN_FLIGHT,
 ) -> tuple[np.ndarray | None, list[Timing], str, str]:
     """Run the image tile by tile: the next tile is gathered and prepared, and the previous one
     finished, on worker threads while the current one runs (the GPU's own work is one queue).
@@ -538,7 +551,7 @@ def _filter_tiles(
     # back (GpuFilter.run holds its lock only up to the submission).
     with (
         ThreadPoolExecutor(max_workers=2, thread_name_prefix="blurapp-tile") as pool,
-        ThreadPoolExecutor(max_workers=_GPU_THREADS, thread_name_prefix="blurapp-gpu") as gpu,
+        ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="blurapp-gpu") as gpu,
     ):
         running: deque[tuple[Future[Filtered], tuple[int, int, int, int], tuple[int, int]]]
         running = deque()
@@ -576,7 +589,7 @@ def _filter_tiles(
                     shape = prepared.x.shape
                     running.append((gpu.submit(run_tile, prepared), window, origin))
                     del prepared
-                    if len(running) == _GPU_THREADS:
+                    if len(running) == in_flight:
                         hand_over(consume)
                 while running:
                     hand_over(consume)

@@ -105,3 +105,16 @@ def test_too_many_tiles_is_a_usage_error_naming_a_side_that_works() -> None:
     except UsageError as err:
         enough = int(str(err).split("--max-tile-side ")[-1].split()[0])
     assert plan_grid(3000, 4000, (3, 3), max_tile_side=enough).count <= MAX_TILES
+
+
+def test_one_tile_in_flight_gives_the_same_bytes_and_bad_values_are_refused() -> None:
+    from blurapp.core.errors import UsageError
+
+    image = np.random.default_rng(9).integers(0, 256, (50, 70, 3), dtype=np.uint8)
+    spec = FilterSpec.create("box:5", strategy="cpu")
+    many = filter_pixels(image, spec, max_tile_side=20).image
+    one = filter_pixels(image, spec, max_tile_side=20, in_flight=1).image
+    np.testing.assert_array_equal(one, many)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(UsageError, match="in_flight"):
+            filter_pixels(image, spec, in_flight=bad)

@@ -420,6 +420,9 @@ class GpuFilter:
         staged = _staged(x, storage) if input_key is None and not hasattr(strat, "run") else None
         submitted = None
         with self._lock:
+            # A run that waited for the lock while its caller was cancelled stops here, before
+            # its upload (the tile loop's next tiles wait here while one executes).
+            check_now()
             self._compile_ms = 0.0
             made = self.stats["pipelines"]
             passes = self._ready_passes(passes)

@@ -187,13 +187,17 @@ def _crop_filter(
     h, w = pixels.shape[:2]
     kernel = spec.effective_kernel
     if (y0, y1, x0, x1) == (0, h, 0, w):
-        return pipeline.filter_pixels(pixels, spec, max_tile_side=max_tile_side, check=check)
+        return pipeline.filter_pixels(
+            pixels, spec, max_tile_side=max_tile_side, check=check, in_flight=1
+        )
     rows, cols = kernel.shape
     ar, ac = kernel.anchor
     grid = TileGrid(h, w, max(y1 - y0, x1 - x0), (ar, rows - 1 - ar, ac, cols - 1 - ac))
     padded, (oy, ox) = gather(pixels, grid, window, spec.border)
     check()
-    result = pipeline.filter_pixels(padded, spec, max_tile_side=max_tile_side, check=check)
+    result = pipeline.filter_pixels(
+        padded, spec, max_tile_side=max_tile_side, check=check, in_flight=1
+    )
     image = np.ascontiguousarray(result.image[oy : oy + y1 - y0, ox : ox + x1 - x0])
     return pipeline.FilterResult(image, result.timing, result.strategy, result.reason)
 
@@ -361,6 +365,7 @@ def run_live(
         max_tile_side=side,
         check=check,
         progress=lambda done, total: report(LiveProgress(spec, done, total)) if total > 1 else None,
+        in_flight=1,  # a new setting's run must not queue behind a cancelled render's tiles
     )
     first = result.timing.first_run  # the engine knows whether it compiled
     if not first:
