@@ -91,9 +91,11 @@ def beyond_float32(x: np.ndarray) -> bool:
     """Whether float64 ``x`` holds finite values float32 cannot (|v| > 3.4e38)."""
     if x.dtype != np.float64 or x.size == 0:
         return False
-    with np.errstate(invalid="ignore"):
-        peak = np.nanmax(np.abs(np.where(np.isfinite(x), x, 0.0)))
-    return bool(peak > np.finfo(np.float32).max)
+    # Runs on every float64 image under auto: one boolean mask, no float64 temporaries.
+    finite = np.isfinite(x)
+    limit = float(np.finfo(np.float32).max)
+    high = np.max(x, where=finite, initial=-np.inf)
+    return bool(high > limit or np.min(x, where=finite, initial=np.inf) < -limit)
 
 
 def to_float(image: np.ndarray, dtype: type[np.floating] | np.dtype = np.float64) -> np.ndarray:
