@@ -20,6 +20,11 @@ from blurapp.core.errors import BlurappError, UsageError, one_line
 
 SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "conv")
 
+#: The signals that stop a command as Ctrl-C does (SIGHUP is not on Windows).
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit 2), as DESIGN.md asks."""
@@ -194,10 +199,11 @@ def _tolerant_streams() -> None:
 
 @contextmanager
 def _terminate_as_interrupt(enabled: bool) -> Iterator[None]:
-    """SIGTERM (``kill``, a service manager, a CI time limit) stops a command as Ctrl-C does:
-    through KeyboardInterrupt, so the atomic writer removes its temporary file and the command
-    says "interrupted" (exit 130) instead of dying with the file left behind. Not for the GUI
-    (Qt's event loop), nor outside the main thread (where no handler can be set)."""
+    """SIGTERM (``kill``, a service manager, a CI time limit) and SIGHUP (the terminal closed,
+    an ssh session dropped) stop a command as Ctrl-C does: through KeyboardInterrupt, so the
+    atomic writer removes its temporary file and the command says "interrupted" (exit 130)
+    instead of dying with the file left behind. Not for the GUI (Qt's event loop), nor outside
+    the main thread (where no handler can be set)."""
     if not enabled or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -205,16 +211,17 @@ def _terminate_as_interrupt(enabled: bool) -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (0 ok, 1 some inputs failed, 2 usage, 130
-    interrupted by Ctrl-C or SIGTERM).
+    interrupted by Ctrl-C, SIGTERM or SIGHUP).
 
     An entry point: it makes the process-wide set-up (:func:`blurapp.process.prepare_process`).
     """
@@ -226,19 +233,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _terminate_as_interrupt(args_list[0] != "gui"):
             return _run(args_list)
     except KeyboardInterrupt:  # at any point, parsing and start-up included
-        print("blurapp: interrupted", file=sys.stderr)
+        _say_interrupted()
         return 130
     except Exception as err:
         # Python wraps an interrupt raised inside some machinery (a dataclass's __set_name__
         # while a module is imported) in a RuntimeError: still Ctrl-C, not a failure.
         if not _interrupted(err):
             raise
-        print("blurapp: interrupted", file=sys.stderr)
+        _say_interrupted()
         return 130
 
 
+def _say_interrupted() -> None:
+    """The one line of an interrupted command; after SIGHUP the terminal may be gone (EIO),
+    and failing to say it must not turn exit 130 into a traceback."""
+    try:
+        print("blurapp: interrupted", file=sys.stderr)
+    except (OSError, ValueError):
+        pass
+
+
 def _interrupted(err: BaseException) -> bool:
-    """Whether ``err`` was caused by a KeyboardInterrupt (Ctrl-C or SIGTERM)."""
+    """Whether ``err`` was caused by a KeyboardInterrupt (Ctrl-C, SIGTERM or SIGHUP)."""
     seen: set[int] = set()
     cause: BaseException | None = err
     while cause is not None and id(cause) not in seen:

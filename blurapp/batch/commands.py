@@ -116,6 +116,7 @@ def run_apply(args: argparse.Namespace) -> int:
     if not os.path.lexists(source):
         raise UsageError(f"no such file: {source}")
     check_output(output, overwrite=args.overwrite, inputs=[source])
+    _check_adapter(spec)  # exit 2 before the file is read, as batch does
     remove_stale_temporaries(output.parent, [output.name])  # a killed run's leftover
     from blurapp.batch.progress import WorkProgress
 

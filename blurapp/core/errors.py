@@ -53,4 +53,7 @@ class OutputError(BlurappError):
 
 
 class GpuUnavailableError(BlurappError):
-    """No WebGPU adapter could be found or a device could not be created."""
+    """No WebGPU adapter could be found, ``BLURAPP_ADAPTER`` matches none, or a device could not
+    be created: an environment error, found before any work (exit 2, DESIGN.md)."""
+
+    exit_code = 2

@@ -213,7 +213,7 @@ def test_tiny_sigmas_are_one_line(capsys, spec) -> None:
 def test_an_adapter_name_that_matches_nothing_is_an_error(png, tmp_path) -> None:
     env = {"BLURAPP_ADAPTER": "no-such-adapter-xyz"}
     proc = subprocess_run("apply", png, "-o", tmp_path / "o.png", "--kernel", "box:3", env=env)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # an environment error before any work (issue 25)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "matches no adapter (found: " in lines[0]
     assert not (tmp_path / "o.png").exists()
@@ -226,7 +226,7 @@ def test_an_adapter_name_that_matches_nothing_is_an_error(png, tmp_path) -> None
         "batch", folder, "-o", tmp_path / "out", "--kernel", "box:3", "--strategy", "direct",
         "--quiet", env=env,
     )  # fmt: skip
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "out").exists()
 

@@ -950,7 +950,7 @@ def info_cases() -> list[Case]:
                     "box:3",
                     "--strategy",
                     "direct",
-                    expect=(0, 1),
+                    expect=(0, 2),  # an adapter name matching nothing: exit 2 (issue 25)
                     env={var: value},
                     check=lambda d, o: (
                         [] if o.rc else matches("o.png", "in/rgb.png", "box:3")(d, o)
@@ -2443,7 +2443,7 @@ def report_cases() -> list[Case]:
     """The batch report, reserved before the work: whatever stops the run removes it."""
     run = [B, "{d}/in", "-o", "{d}/ro", "-k", "box:3", "--quiet", "--report", "{d}/r.json"]
     return [
-        Case("report, then no adapter", [*run, "--strategy", "direct"], (1,),
+        Case("report, then no adapter", [*run, "--strategy", "direct"], (2,),
              env={"BLURAPP_ADAPTER": "no-such-adapter"}, check=absent("r.json", "ro")),
         Case("report, then an uncreatable -o", [B, "{d}/in", "-o", "{d}/keep.txt/x", "-k",
              "box:3", "--report", "{d}/r.json"], (2,), check=absent("r.json")),
