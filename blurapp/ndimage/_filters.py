@@ -1,0 +1,729 @@
+"""scipy.ndimage's linear filters with scipy's signatures, defaults, dtypes and casting, their
+correlations run on the GPU by :mod:`blurapp.ndimage._gpu`.
+
+The arithmetic contract is scipy's: every pass computes in floating point from the input's
+values and casts the result to the output's type as C casts it (integers truncated towards
+zero), after each 1-D pass of a multi-axis filter too. float64, integer and bool inputs are
+computed in double precision (double-float on the GPU when blurapp.gpu.ndpass is there),
+float32 and float16 inputs in float32, as cupyx.scipy.ndimage does.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from blurapp.ndimage import _gpu
+from blurapp.ndimage._support import (
+    check_axes,
+    check_dtype,
+    check_mode,
+    expand_origin,
+    get_output,
+    invalid_origin,
+    normalize_axis_index,
+    normalize_sequence,
+)
+
+__all__ = [
+    "convolve",
+    "convolve1d",
+    "correlate",
+    "correlate1d",
+    "gaussian_filter",
+    "gaussian_filter1d",
+    "gaussian_gradient_magnitude",
+    "gaussian_laplace",
+    "generic_gradient_magnitude",
+    "generic_laplace",
+    "laplace",
+    "prewitt",
+    "sobel",
+    "uniform_filter",
+    "uniform_filter1d",
+]
+
+
+# --------------------------------------------------------------------------- the core passes
+
+
+def _strategy(strategy: str | None) -> str | None:
+    """None (the default: exact GPU passes) or a strategy name of blurapp's registry."""
+    if strategy is None:
+        return None
+    from blurapp.core import strategies
+
+    if strategy not in strategies.STRATEGIES:
+        names = ", ".join(strategies.STRATEGIES)
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {names}")
+    return strategy
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """float32 for float32 and float16 values, float64 for everything else (scipy computes in
+    double; integers and bools need it for their casts to truncate as scipy's do)."""
+    if dtype.kind == "f" and dtype.itemsize <= 4:
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def _cval(cval: Any) -> float:
+    if isinstance(cval, (str, bytes)):
+        raise TypeError(f"cval must be a real number, not {type(cval).__name__}")
+    if np.iscomplexobj(cval):
+        raise TypeError("cval must be a real number for a real input, not complex")
+    return float(cval)
+
+
+def _origin(origin: Any) -> int:
+    if isinstance(origin, (bool, np.bool_)):
+        return int(origin)
+    try:
+        return operator.index(origin)
+    except TypeError:
+        raise TypeError(f"origin must be an integer, got {origin!r}") from None
+
+
+def _store(result: np.ndarray, output: np.ndarray) -> None:
+    """Write a float result into ``output`` as scipy's C code casts (truncating towards zero
+    for integers, NaN to whatever the cast gives: scipy's behaviour is the C cast's)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if output.dtype.kind in "iu":
+            # numpy's float-to-integer cast truncates as C's does.
+            output[...] = result.astype(output.dtype, casting="unsafe")
+        else:
+            output[...] = result
+
+
+def _values(input: np.ndarray) -> np.ndarray:
+    """``input``'s values in its compute type, C-contiguous."""
+    return np.ascontiguousarray(input, dtype=_compute_dtype(input.dtype))
+
+
+def _run_passes(
+    input: np.ndarray, passes: Sequence[_gpu.Pass], output: np.ndarray, strategy: str | None
+) -> np.ndarray:
+    """Run 1-D ``passes`` from ``input`` into ``output``: chained on the GPU while the values
+    stay in the arithmetic's own type, else one pass at a time with scipy's cast after each."""
+    check_dtype(input.dtype)
+    check_dtype(output.dtype, "output")
+    if input.size == 0:
+        return output
+    cur = input
+    k = 0
+    while k < len(passes):
+        ct = _compute_dtype(cur.dtype)
+        if ct == output.dtype:  # no cast between the rest: one chain without round trips
+            _store(_gpu.run_passes(_values(cur), passes[k:], strategy=strategy), output)
+            return output
+        _store(_gpu.run_passes(_values(cur), passes[k : k + 1], strategy=strategy), output)
+        cur = output
+        k += 1
+    return output
+
+
+def _correlate1d_real(
+    input: np.ndarray,
+    weights: np.ndarray,
+    axis: int,
+    output: np.ndarray,
+    mode: str,
+    cval: float,
+    origin: int,
+    strategy: str | None,
+) -> np.ndarray:
+    if input.ndim == 0:
+        raise np.exceptions.AxisError(axis, 0)
+    return _run_passes(input, [_gpu.Pass(axis, weights, mode, cval, origin)], output, strategy)
+
+
+# --------------------------------------------------------------------------- complex values
+
+
+def _complex_via_real_components(func, input, weights, output, cval, **kwargs):
+    """A complex correlation as real ones (scipy's way): real and imaginary parts apart."""
+    complex_input = input.dtype.kind == "c"
+    complex_weights = weights.dtype.kind == "c"
+    if complex_input and complex_weights:
+        func(input.real, weights.real, output=output.real, cval=np.real(cval), **kwargs)
+        output.real -= func(input.imag, weights.imag, output=None, cval=np.imag(cval), **kwargs)
+        func(input.real, weights.imag, output=output.imag, cval=np.real(cval), **kwargs)
+        output.imag += func(input.imag, weights.real, output=None, cval=np.imag(cval), **kwargs)
+    elif complex_input:
+        func(input.real, weights, output=output.real, cval=np.real(cval), **kwargs)
+        func(input.imag, weights, output=output.imag, cval=np.imag(cval), **kwargs)
+    else:
+        if np.iscomplexobj(cval):
+            raise ValueError("Cannot provide a complex-valued cval when the input is real.")
+        func(input, weights.real, output=output.real, cval=cval, **kwargs)
+        func(input, weights.imag, output=output.imag, cval=cval, **kwargs)
+    return output
+
+
+# --------------------------------------------------------------------------- 1-D filters
+
+
+def correlate1d(
+    input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
+):
+    """Calculate a 1-D correlation along the given axis (scipy.ndimage.correlate1d).
+
+    The lines of the array along ``axis`` are correlated with ``weights`` on the GPU.
+    ``strategy`` (keyword-only, blurapp's extension) names an engine strategy; the default
+    runs the exact GPU passes.
+
+    Example:
+        >>> from blurapp.ndimage import correlate1d
+        >>> correlate1d([2, 8, 0, 4, 1, 9, 9, 0], weights=[1, 3])
+        array([ 8, 26,  8, 12,  7, 28, 36,  9])
+    """
+    input = np.asarray(input)
+    weights = np.asarray(weights)
+    if input.dtype.kind == "c" or weights.dtype.kind == "c":
+        if weights.dtype.kind == "c":
+            weights = weights.conj().astype(np.complex128, copy=False)
+        output = get_output(output, input, complex_output=True)
+        return _complex_via_real_components(
+            correlate1d, input, weights, output, cval,
+            axis=axis, mode=mode, origin=origin, strategy=strategy,
+        )  # fmt: skip
+    output = get_output(output, input)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.ndim != 1 or weights.shape[0] < 1:
+        raise RuntimeError("no filter weights given")
+    check_dtype(input.dtype)
+    axis = normalize_axis_index(operator.index(axis), input.ndim)
+    if invalid_origin(origin, len(weights)):
+        raise ValueError(
+            "Invalid origin; origin must satisfy -(len(weights) // 2) <= origin <= "
+            f"(len(weights)-1) // 2, got {origin} for {len(weights)} weights"
+        )
+    mode = check_mode(mode)
+    return _correlate1d_real(
+        input, weights, axis, output, mode, _cval(cval), _origin(origin), _strategy(strategy)
+    )
+
+
+def convolve1d(
+    input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
+):
+    """Calculate a 1-D convolution along the given axis (scipy.ndimage.convolve1d).
+
+    Example:
+        >>> from blurapp.ndimage import convolve1d
+        >>> convolve1d([2, 8, 0, 4, 1, 9, 9, 0], weights=[1, 3])
+        array([14, 24,  4, 13, 12, 36, 27,  0])
+    """
+    weights = np.asarray(weights)
+    weights = weights[::-1]
+    origin = -origin
+    if not weights.shape[0] & 1:
+        origin -= 1
+    if weights.dtype.kind == "c":
+        weights = weights.conj()  # undone by correlate1d's conjugation
+    return correlate1d(input, weights, axis, output, mode, cval, origin, strategy=strategy)
+
+
+def _gaussian_kernel1d(sigma, order, radius):
+    """The 1-D Gaussian kernel of ``sigma`` (or its ``order``-th derivative, any order) over
+    ``[-radius, radius]``, as a convolution kernel: exp(-x²/2σ²) normalised to sum 1, times the
+    polynomial q(x) that the derivatives of exp(p(x)) make (q' + q·p', p' = -x/σ²)."""
+    if order < 0:
+        raise ValueError(f"order must be non-negative, got {order}")
+    sigma2 = sigma * sigma
+    x = np.arange(-radius, radius + 1)
+    phi = np.exp(-0.5 / sigma2 * x**2)
+    phi = phi / phi.sum()
+    if order == 0:
+        return phi
+    powers = np.arange(order + 1)
+    q = np.zeros(order + 1)
+    q[0] = 1
+    derive = np.diag(powers[1:], 1) + np.diag(np.ones(order) / -sigma2, -1)
+    for _ in range(order):
+        q = derive.dot(q)
+    return (x[:, None] ** powers).dot(q) * phi
+
+
+def gaussian_filter1d(
+    input,
+    sigma,
+    axis=-1,
+    order=0,
+    output=None,
+    mode="reflect",
+    cval=0.0,
+    truncate=4.0,
+    *,
+    radius=None,
+    strategy=None,
+):
+    """1-D Gaussian filter (scipy.ndimage.gaussian_filter1d): ``order`` 0 smooths, 1 to 3
+    take derivatives; the kernel reaches ``int(truncate * sigma + 0.5)`` taps, or ``radius``.
+
+    Example:
+        >>> from blurapp.ndimage import gaussian_filter1d
+        >>> gaussian_filter1d([1.0, 2.0, 3.0, 4.0, 5.0], 1)
+        array([1.42704095, 2.06782203, 3.        , 3.93217797, 4.57295905])
+    """
+    sd = float(sigma)
+    lw = int(truncate * sd + 0.5)
+    if radius is not None:
+        lw = radius
+    if not isinstance(lw, numbers.Integral) or lw < 0:
+        raise ValueError(f"Radius must be a nonnegative integer, got {lw!r}")
+    # A correlation: the convolution kernel reversed.
+    weights = _gaussian_kernel1d(sigma, order, lw)[::-1]
+    return correlate1d(input, weights, axis, output, mode, cval, 0, strategy=strategy)
+
+
+def uniform_filter1d(
+    input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
+):
+    """1-D uniform (mean) filter of ``size`` taps (scipy.ndimage.uniform_filter1d).
+
+    The mean is the window's sum divided by ``size`` (sums of integers are exact): a NaN or
+    Inf makes the outputs whose window reads it NaN/Inf, not the rest of the line as scipy's
+    running sum does (docs/NDIMAGE.md).
+
+    Example:
+        >>> from blurapp.ndimage import uniform_filter1d
+        >>> uniform_filter1d([2, 8, 0, 4, 1, 9, 9, 0], size=3)
+        array([4, 3, 4, 1, 4, 6, 6, 3])
+    """
+    input = np.asarray(input)
+    axis = normalize_axis_index(operator.index(axis), input.ndim)
+    if size < 1:
+        raise RuntimeError(f"incorrect filter size: {size}")
+    complex_output = input.dtype.kind == "c"
+    output = get_output(output, input, complex_output=complex_output)
+    if (size // 2 + origin < 0) or (size // 2 + origin >= size):
+        raise ValueError(f"invalid origin {origin} for a filter of size {size}")
+    mode = check_mode(mode)
+    strategy = _strategy(strategy)
+    if complex_output:
+        _uniform1d_real(input.real, size, axis, output.real, mode, np.real(cval), origin, strategy)
+        _uniform1d_real(input.imag, size, axis, output.imag, mode, np.imag(cval), origin, strategy)
+        return output
+    return _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy)
+
+
+def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
+    check_dtype(input.dtype)
+    check_dtype(output.dtype, "output")
+    size = int(size)
+    if input.size == 0:
+        return output
+    if output.dtype.kind in "biu" or _compute_dtype(input.dtype) == np.float64:
+        # Sum, then divide: the mean of integers is then the correctly rounded quotient, so
+        # that it truncates as scipy's does (a window of 3s is 3, not 2.9999998).
+        p = _gpu.Pass(axis, np.ones(size), mode, _cval(cval), _origin(origin))
+        total = _gpu.run_passes(_values(input), [p], strategy=strategy)
+        _store(total / total.dtype.type(size), output)
+        return output
+    p = _gpu.Pass(axis, np.full(size, 1.0 / size), mode, _cval(cval), _origin(origin))
+    return _run_passes(input, [p], output, strategy)
+
+
+# --------------------------------------------------------------------------- n-D separable
+
+
+def gaussian_filter(
+    input,
+    sigma,
+    order=0,
+    output=None,
+    mode="reflect",
+    cval=0.0,
+    truncate=4.0,
+    *,
+    radius=None,
+    axes=None,
+    strategy=None,
+):
+    """Multidimensional Gaussian filter (scipy.ndimage.gaussian_filter): 1-D Gaussian passes
+    along each of ``axes``, with a ``sigma``, ``order``, ``mode`` and ``radius`` per axis.
+
+    Passes whose values need no cast between them run one after another on the GPU without a
+    round trip to the host (float32 data, and float64 data).
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import gaussian_filter
+        >>> gaussian_filter(np.arange(50, step=2).reshape((5, 5)), sigma=1)
+        array([[ 4,  6,  8,  9, 11],
+               [10, 12, 14, 15, 17],
+               [20, 22, 24, 25, 27],
+               [29, 31, 33, 34, 36],
+               [35, 37, 39, 40, 42]])
+    """
+    input = np.asarray(input)
+    output = get_output(output, input)
+    axes = check_axes(axes, input.ndim)
+    n = len(axes)
+    orders = normalize_sequence(order, n)
+    sigmas = normalize_sequence(sigma, n)
+    modes = normalize_sequence(mode, n)
+    radii = normalize_sequence(radius, n)
+    todo = [
+        (axes[i], sigmas[i], orders[i], modes[i], radii[i]) for i in range(n) if sigmas[i] > 1e-15
+    ]
+    strategy = _strategy(strategy)
+    if not todo:
+        output[...] = input[...]
+        return output
+    if input.dtype.kind == "c" or output.dtype.kind == "c":
+        # Complex values: scipy's way, one gaussian_filter1d after another on the output.
+        for axis, sd, order_, mode_, radius_ in todo:
+            gaussian_filter1d(
+                input, sd, axis, order_, output, mode_, cval, truncate, radius=radius_,
+                strategy=strategy,
+            )  # fmt: skip
+            input = output
+        return output
+    passes = []
+    c = _cval(cval)
+    for axis, sd, order_, mode_, radius_ in todo:
+        sd = float(sd)
+        lw = int(truncate * sd + 0.5) if radius_ is None else radius_
+        if not isinstance(lw, numbers.Integral) or lw < 0:
+            raise ValueError(f"Radius must be a nonnegative integer, got {lw!r}")
+        weights = _gaussian_kernel1d(sd, order_, lw)[::-1]
+        passes.append(_gpu.Pass(axis, np.ascontiguousarray(weights), check_mode(mode_), c, 0))
+    return _run_passes(input, passes, output, strategy)
+
+
+def uniform_filter(
+    input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, strategy=None
+):
+    """Multidimensional uniform (mean) filter (scipy.ndimage.uniform_filter): 1-D means along
+    each of ``axes``, with a ``size``, ``origin`` and ``mode`` per axis.
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import uniform_filter
+        >>> uniform_filter(np.arange(9.0).reshape(3, 3), size=3)[1]
+        array([3., 4., 5.])
+    """
+    input = np.asarray(input)
+    output = get_output(output, input, complex_output=input.dtype.kind == "c")
+    axes = check_axes(axes, input.ndim)
+    n = len(axes)
+    sizes = normalize_sequence(size, n)
+    origins = normalize_sequence(origin, n)
+    modes = normalize_sequence(mode, n)
+    todo = [(axes[i], sizes[i], origins[i], modes[i]) for i in range(n) if sizes[i] > 1]
+    strategy = _strategy(strategy)
+    if not todo:
+        output[...] = input[...]
+        return output
+    floats_through = (
+        input.dtype.kind != "c"
+        and output.dtype == _compute_dtype(input.dtype)
+        and output.dtype == np.float32
+    )
+    if not floats_through:
+        # Integers (each pass's sum divided, then cast), float64 and complex: pass by pass.
+        for axis, size_, origin_, mode_ in todo:
+            uniform_filter1d(input, int(size_), axis, output, mode_, cval, origin_,
+                             strategy=strategy)  # fmt: skip
+            input = output
+        return output
+    passes = []
+    c = _cval(cval)
+    for axis, size_, origin_, mode_ in todo:
+        size_ = int(size_)
+        if (size_ // 2 + origin_ < 0) or (size_ // 2 + origin_ >= size_):
+            raise ValueError(f"invalid origin {origin_} for a filter of size {size_}")
+        passes.append(
+            _gpu.Pass(axis, np.full(size_, 1.0 / size_), check_mode(mode_), c, _origin(origin_))
+        )
+    return _run_passes(input, passes, output, strategy)
+
+
+def _derivative_with_smoothing(input, axis, output, mode, cval, derivative, smoothing, strategy):
+    input = np.asarray(input)
+    axis = normalize_axis_index(operator.index(axis), input.ndim)
+    output = get_output(output, input)
+    modes = normalize_sequence(mode, input.ndim)
+    if input.dtype.kind == "c" or output.dtype.kind == "c":
+        correlate1d(input, derivative, axis, output, modes[axis], cval, 0, strategy=strategy)
+        for ii in range(input.ndim):
+            if ii != axis:
+                correlate1d(output, smoothing, ii, output, modes[ii], cval, 0, strategy=strategy)
+        return output
+    c = _cval(cval)
+    passes = [_gpu.Pass(axis, np.asarray(derivative, float), check_mode(modes[axis]), c, 0)]
+    for ii in range(input.ndim):
+        if ii != axis:
+            passes.append(_gpu.Pass(ii, np.asarray(smoothing, float), check_mode(modes[ii]), c, 0))
+    return _run_passes(input, passes, output, _strategy(strategy))
+
+
+def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, strategy=None):
+    """Prewitt filter (scipy.ndimage.prewitt): [-1, 0, 1] along ``axis``, [1, 1, 1] along the
+    others.
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import prewitt
+        >>> prewitt(np.array([[0, 0, 1, 1]] * 3))
+        array([[0, 3, 3, 0],
+               [0, 3, 3, 0],
+               [0, 3, 3, 0]])
+    """
+    return _derivative_with_smoothing(
+        input, axis, output, mode, cval, [-1, 0, 1], [1, 1, 1], strategy
+    )
+
+
+def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, strategy=None):
+    """Sobel filter (scipy.ndimage.sobel): [-1, 0, 1] along ``axis``, [1, 2, 1] along the
+    others.
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import sobel
+        >>> sobel(np.array([[0, 0, 1, 1]] * 3))
+        array([[0, 4, 4, 0],
+               [0, 4, 4, 0],
+               [0, 4, 4, 0]])
+    """
+    return _derivative_with_smoothing(
+        input, axis, output, mode, cval, [-1, 0, 1], [1, 2, 1], strategy
+    )
+
+
+# --------------------------------------------------------------------------- Laplace, gradients
+
+
+def generic_laplace(
+    input,
+    derivative2: Callable[..., Any],
+    output=None,
+    mode="reflect",
+    cval=0.0,
+    extra_arguments=(),
+    extra_keywords=None,
+    *,
+    axes=None,
+):
+    """N-D Laplace filter from a second-derivative function (scipy.ndimage.generic_laplace):
+    the sum over ``axes`` of ``derivative2(input, axis, output, mode, cval, *extra_arguments,
+    **extra_keywords)``."""
+    if extra_keywords is None:
+        extra_keywords = {}
+    input = np.asarray(input)
+    output = get_output(output, input)
+    axes = check_axes(axes, input.ndim)
+    if len(axes) > 0:
+        modes = normalize_sequence(mode, len(axes))
+        derivative2(input, axes[0], output, modes[0], cval, *extra_arguments, **extra_keywords)
+        for ii in range(1, len(axes)):
+            tmp = derivative2(
+                input, axes[ii], output.dtype, modes[ii], cval, *extra_arguments,
+                **extra_keywords,
+            )  # fmt: skip
+            output += tmp
+    else:
+        output[...] = input[...]
+    return output
+
+
+def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, strategy=None):
+    """N-D Laplace filter with second differences [1, -2, 1] (scipy.ndimage.laplace).
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import laplace
+        >>> laplace(np.array([0.0, 0.0, 1.0, 0.0, 0.0]))
+        array([ 0.,  1., -2.,  1.,  0.])
+    """
+
+    def derivative2(input, axis, output, mode, cval):
+        return correlate1d(input, [1, -2, 1], axis, output, mode, cval, 0, strategy=strategy)
+
+    _strategy(strategy)
+    return generic_laplace(input, derivative2, output, mode, cval, axes=axes)
+
+
+def gaussian_laplace(
+    input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, strategy=None, **kwargs
+):
+    """Laplace filter with Gaussian second derivatives (scipy.ndimage.gaussian_laplace);
+    ``kwargs`` go to :func:`gaussian_filter` (``truncate``, ``radius``)."""
+    input = np.asarray(input)
+
+    def derivative2(input, axis, output, mode, cval, sigma, **kwargs):
+        order = [0] * input.ndim
+        order[axis] = 2
+        return gaussian_filter(input, sigma, order, output, mode, cval, strategy=strategy, **kwargs)
+
+    _strategy(strategy)
+    axes = check_axes(axes, input.ndim)
+    sigma = normalize_sequence(sigma, len(axes))
+    if len(axes) < input.ndim:
+        full = [0] * input.ndim
+        for s, ax in zip(sigma, axes, strict=True):
+            full[ax] = s
+        sigma = full
+    return generic_laplace(
+        input, derivative2, output, mode, cval, extra_arguments=(sigma,), extra_keywords=kwargs,
+        axes=axes,
+    )  # fmt: skip
+
+
+def generic_gradient_magnitude(
+    input,
+    derivative: Callable[..., Any],
+    output=None,
+    mode="reflect",
+    cval=0.0,
+    extra_arguments=(),
+    extra_keywords=None,
+    *,
+    axes=None,
+):
+    """Gradient magnitude from a first-derivative function
+    (scipy.ndimage.generic_gradient_magnitude): the square root of the sum over ``axes`` of
+    each ``derivative(input, axis, output, mode, cval, ...)`` squared."""
+    if extra_keywords is None:
+        extra_keywords = {}
+    input = np.asarray(input)
+    output = get_output(output, input)
+    axes = check_axes(axes, input.ndim)
+    if len(axes) > 0:
+        modes = normalize_sequence(mode, len(axes))
+        derivative(input, axes[0], output, modes[0], cval, *extra_arguments, **extra_keywords)
+        np.multiply(output, output, output)
+        for ii in range(1, len(axes)):
+            tmp = derivative(
+                input, axes[ii], output.dtype, modes[ii], cval, *extra_arguments,
+                **extra_keywords,
+            )  # fmt: skip
+            np.multiply(tmp, tmp, tmp)
+            output += tmp
+        # The square root written back into output whatever its type (integers truncated).
+        np.sqrt(output, output, casting="unsafe")
+    else:
+        output[...] = input[...]
+    return output
+
+
+def gaussian_gradient_magnitude(
+    input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, strategy=None, **kwargs
+):
+    """Gradient magnitude with Gaussian first derivatives
+    (scipy.ndimage.gaussian_gradient_magnitude); ``kwargs`` go to :func:`gaussian_filter`."""
+    input = np.asarray(input)
+
+    def derivative(input, axis, output, mode, cval, sigma, **kwargs):
+        order = [0] * input.ndim
+        order[axis] = 1
+        return gaussian_filter(input, sigma, order, output, mode, cval, strategy=strategy, **kwargs)
+
+    _strategy(strategy)
+    return generic_gradient_magnitude(
+        input, derivative, output, mode, cval, extra_arguments=(sigma,), extra_keywords=kwargs,
+        axes=axes,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- n-D correlation
+
+
+def _correlate_or_convolve(input, weights, output, mode, cval, origin, convolution, axes, strategy):
+    input = np.asarray(input)
+    weights = np.asarray(weights)
+    complex_input = input.dtype.kind == "c"
+    complex_weights = weights.dtype.kind == "c"
+    if complex_input or complex_weights:
+        if complex_weights and not convolution:
+            weights = weights.conj()  # as np.correlate: the weights conjugated, not the input
+        output = get_output(output, input, complex_output=True)
+        return _complex_via_real_components(
+            _correlate_or_convolve_kw, input, weights, output, cval,
+            mode=mode, origin=origin, convolution=convolution, axes=axes, strategy=strategy,
+        )  # fmt: skip
+    axes = check_axes(axes, input.ndim)
+    weights = np.asarray(weights, dtype=np.float64)
+    if len(axes) < input.ndim:
+        if weights.ndim != len(axes):
+            raise RuntimeError(f"weights.ndim ({weights.ndim}) must match len(axes) ({len(axes)})")
+        weights = np.expand_dims(weights, tuple(ax for ax in range(input.ndim) if ax not in axes))
+    origins = expand_origin(input.ndim, axes, origin)
+    wshape = [s for s in weights.shape if s > 0]
+    if len(wshape) != input.ndim:
+        raise RuntimeError(f"weights.ndim ({len(wshape)}) must match len(axes) ({len(axes)})")
+    if convolution:
+        weights = weights[tuple([slice(None, None, -1)] * weights.ndim)]
+        for ii in range(len(origins)):
+            origins[ii] = -origins[ii]
+            if not weights.shape[ii] & 1:
+                origins[ii] -= 1
+    for o, size in zip(origins, wshape, strict=True):
+        if invalid_origin(o, size):
+            raise ValueError(
+                "Invalid origin; origin must satisfy -(weights.shape[k] // 2) <= origin[k] <= "
+                f"(weights.shape[k]-1) // 2, got {o} for {size} weights"
+            )
+    output = get_output(output, input)
+    if not isinstance(mode, str) and isinstance(mode, Iterable):
+        raise RuntimeError("A sequence of modes is not supported")
+    mode = check_mode(mode)
+    check_dtype(input.dtype)
+    check_dtype(output.dtype, "output")
+    c = _cval(cval)
+    origins = [_origin(o) for o in origins]
+    strategy = _strategy(strategy)
+    if input.size == 0:
+        return output
+    if input.ndim == 0:
+        _store(_values(input) * weights.reshape(()), output)
+        return output
+    result = _gpu.run_nd(_values(input), weights, mode, c, origins, strategy=strategy)
+    _store(result, output)
+    return output
+
+
+def _correlate_or_convolve_kw(
+    input, weights, output=None, cval=0.0, *, mode, origin, convolution, axes, strategy
+):
+    return _correlate_or_convolve(
+        input, weights, output, mode, cval, origin, convolution, axes, strategy
+    )
+
+
+def correlate(
+    input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, strategy=None
+):
+    """Multidimensional correlation (scipy.ndimage.correlate): each output is the sum of the
+    weights times the input values under them; zero weights read nothing.
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import correlate
+        >>> correlate(np.arange(25).reshape(5, 5), np.ones((3, 3)) / 9)[2]
+        array([10, 11, 12, 13, 13])
+    """
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, axes, strategy)
+
+
+def convolve(
+    input, weights, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, strategy=None
+):
+    """Multidimensional convolution (scipy.ndimage.convolve): correlation with the weights
+    reversed along every axis.
+
+    Example:
+        >>> import numpy as np
+        >>> from blurapp.ndimage import convolve
+        >>> convolve(np.array([[1, 2, 0, 0], [5, 3, 0, 4]]), np.array([[1, 1], [1, 0]]))
+        array([[ 1,  3,  2,  0],
+               [ 6, 11,  5,  4]])
+    """
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, True, axes, strategy)

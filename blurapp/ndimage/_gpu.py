@@ -1,0 +1,278 @@
+"""Run blurapp.ndimage's correlations on the GPU: chains of 1-D passes along any axes of an n-D
+array, and n-D correlations, through :mod:`blurapp.gpu.ndpass` where it is installed, else
+through the 2-D engine (:func:`blurapp.engine.filter_float`) with the array cut into planes.
+
+Everything here works on real float arrays in the arithmetic's own type (float32 for ``f32``,
+float64 for ``df64``) and returns that type; :mod:`blurapp.ndimage` does scipy's dtypes,
+casting and argument checks around it. Borders arrive as scipy's modes: a ``constant`` border
+whose value the GPU cannot hold (NaN, ±inf, beyond float32) is written into the array on the
+host, as many values as the kernel reaches, so that the GPU's own border is never read.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from blurapp.core.borders import FLOAT32_MAX, Border, BorderMode
+from blurapp.core.errors import UsageError
+
+# scipy's modes for filters and the Border each one is (scipy's ndimage docs: for filters
+# 'grid-mirror' is 'reflect', 'grid-constant' is 'constant' and 'grid-wrap' is 'wrap').
+MODES: dict[str, BorderMode] = {
+    "reflect": BorderMode.REFLECT,
+    "grid-mirror": BorderMode.REFLECT,
+    "mirror": BorderMode.MIRROR,
+    "nearest": BorderMode.CLAMP,
+    "wrap": BorderMode.WRAP,
+    "grid-wrap": BorderMode.WRAP,
+    "constant": BorderMode.CONSTANT,
+    "grid-constant": BorderMode.CONSTANT,
+}
+
+#: The GPU strategies that compute every tap as it is (no SVD, no transform): the defaults.
+EXACT_STRATEGIES = ("direct", "tiled", "separable", "transpose")
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One 1-D correlation along ``axis``: scipy's ``correlate1d(weights, mode, cval, origin)``."""
+
+    axis: int
+    weights: np.ndarray  # float64, 1-D
+    mode: str  # a key of MODES
+    cval: float
+    origin: int
+
+
+def _ndpass():
+    """blurapp.gpu.ndpass when it is installed (the n-D storage-buffer passes), else None."""
+    try:
+        return importlib.import_module("blurapp.gpu.ndpass")
+    except ModuleNotFoundError as err:
+        if err.name != "blurapp.gpu.ndpass":
+            raise
+        return None
+
+
+def _gpu_border(mode: str, cval: float) -> Border | None:
+    """The Border the GPU applies, or None when the value must be written on the host."""
+    kind = MODES[mode]
+    if kind is not BorderMode.CONSTANT:
+        return Border(kind)
+    if not math.isfinite(cval) or abs(cval) > FLOAT32_MAX:
+        return None
+    return Border(kind, cval)
+
+
+def _reach(size: int, origin: int) -> tuple[int, int]:
+    """How far a kernel of ``size`` taps with scipy's ``origin`` reads before and after."""
+    before = size // 2 + origin
+    return before, size - 1 - before
+
+
+def _pad_constant(x: np.ndarray, axis: int, before: int, after: int, cval: float) -> np.ndarray:
+    width = [(0, 0)] * x.ndim
+    width[axis] = (max(before, 0), max(after, 0))
+    return np.pad(x, width, mode="constant", constant_values=cval)
+
+
+def _crop(x: np.ndarray, axis: int, before: int, n: int) -> np.ndarray:
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(max(before, 0), max(before, 0) + n)
+    return x[tuple(index)]
+
+
+def centred(weights: np.ndarray, origin: int) -> np.ndarray:
+    """``weights`` with scipy's ``origin`` as zeros around them, so that the anchor is the middle
+    tap (blurapp's kernels are anchored at ``size // 2``; a zero tap reads nothing)."""
+    before, after = _reach(weights.size, origin)
+    half = max(before, after)
+    out = np.zeros(2 * half + 1)
+    out[half - before : half - before + weights.size] = weights
+    return out
+
+
+# --------------------------------------------------------------------------- 1-D passes
+
+
+def run_passes(x: np.ndarray, passes: Sequence[Pass], *, strategy: str) -> np.ndarray:
+    """Run ``passes`` one after another on ``x`` (float32 or float64, any shape): each reads
+    the previous one's result. Returns a new array of ``x``'s dtype and shape."""
+    precision = "df64" if x.dtype == np.float64 else "f32"
+    nd = _ndpass()
+    if nd is not None and strategy in (None, "direct"):
+        return _run_ndpass_chain(nd, x, passes, precision)
+    for p in passes:
+        x = _run_engine_pass(x, p, strategy=strategy or "direct")
+    return x
+
+
+def _run_ndpass_chain(nd, x: np.ndarray, passes: Sequence[Pass], precision: str) -> np.ndarray:
+    lines = []
+    chain: list = []
+    for p in passes:
+        border = _gpu_border(p.mode, p.cval)
+        if border is None:
+            # The host writes the border: finish the chain so far, pad, run this pass alone.
+            if lines:
+                x = nd.correlate1d_chain(x, lines, precision=precision)
+                lines = []
+            before, after = _reach(p.weights.size, p.origin)
+            n = x.shape[p.axis]
+            padded = _pad_constant(x, p.axis, before, after, p.cval)
+            line = nd.Line(p.axis, p.weights, Border(BorderMode.CLAMP), p.origin)
+            y = nd.correlate1d_chain(np.ascontiguousarray(padded), [line], precision=precision)
+            x = np.ascontiguousarray(_crop(y, p.axis, before, n))
+            continue
+        lines.append(nd.Line(p.axis, p.weights, border, p.origin))
+    chain.extend(lines)
+    if chain:
+        x = nd.correlate1d_chain(np.ascontiguousarray(x), chain, precision=precision)
+    return x
+
+
+@lru_cache(maxsize=1)
+def _max_side() -> int:
+    from blurapp.gpu.device import get_device
+
+    return int(get_device().limits.max_texture_side)
+
+
+def _run_engine_pass(x: np.ndarray, p: Pass, *, strategy: str) -> np.ndarray:
+    """One 1-D pass on the 2-D engine: the array's lines along ``p.axis`` become the rows of
+    H×W images (H lines of W = the axis' length), cut to the adapter's texture side."""
+    from blurapp.core.kernel import Kernel
+    from blurapp.engine import filter_float
+
+    dtype = x.dtype
+    n = x.shape[p.axis]
+    border = _gpu_border(p.mode, p.cval)
+    before = 0
+    if border is None:
+        before, after = _reach(p.weights.size, p.origin)
+        x = _pad_constant(x, p.axis, before, after, p.cval)
+        border = Border(BorderMode.CLAMP)
+    moved = np.moveaxis(x, p.axis, -1)
+    shape = moved.shape
+    lines = np.ascontiguousarray(moved, dtype=np.float32).reshape(-1, shape[-1])
+    side = _max_side()
+    if lines.shape[1] > side:
+        raise UsageError(
+            f"an axis of {lines.shape[1]} values is longer than this adapter's lines "
+            f"({side}) without blurapp.gpu.ndpass"
+        )
+    kernel = Kernel.from_weights(centred(p.weights, p.origin)[np.newaxis, :], "ndimage")
+    out = np.empty(lines.shape, np.float32)
+    for start in range(0, lines.shape[0], side):
+        block = lines[start : start + side]
+        result, *_ = filter_float(block[:, :, np.newaxis], kernel, border, strategy)
+        out[start : start + side] = result.reshape(block.shape)
+    y = np.moveaxis(out.reshape(shape), -1, p.axis)
+    if before or y.shape[p.axis] != n:
+        y = _crop(y, p.axis, before, n)
+    return np.ascontiguousarray(y, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- n-D correlation
+
+
+def run_nd(
+    x: np.ndarray,
+    weights: np.ndarray,
+    mode: str,
+    cval: float,
+    origins: Sequence[int],
+    *,
+    strategy: str,
+) -> np.ndarray:
+    """scipy's ``correlate(x, weights, mode, cval, origins)`` (weights with x.ndim axes; zero
+    weights read nothing, so NaN under them does not spread) on ``x`` (float32 or float64).
+    Returns a new array of ``x``'s dtype."""
+    precision = "df64" if x.dtype == np.float64 else "f32"
+    border = _gpu_border(mode, cval)
+    befores = []
+    if border is None:
+        # Write the constant into the array as far as the kernel reaches on every axis.
+        width = []
+        for size, origin in zip(weights.shape, origins, strict=True):
+            before, after = _reach(size, origin)
+            width.append((max(before, 0), max(after, 0)))
+            befores.append(max(before, 0))
+        shape = x.shape
+        x = np.pad(x, width, mode="constant", constant_values=cval)
+        border = Border(BorderMode.CLAMP)
+    nd = _ndpass()
+    if nd is not None and strategy in (None, "direct"):
+        borders = [border] * x.ndim
+        y = nd.correlate_nd(
+            np.ascontiguousarray(x), weights, borders, list(origins), precision=precision
+        )
+    else:
+        y = _run_engine_nd(x, weights, border, origins, strategy=strategy or "direct")
+    if befores:
+        y = y[tuple(slice(b, b + n) for b, n in zip(befores, shape, strict=True))]
+    return np.ascontiguousarray(y, dtype=x.dtype)
+
+
+def _run_engine_nd(
+    x: np.ndarray, weights: np.ndarray, border: Border, origins: Sequence[int], *, strategy: str
+) -> np.ndarray:
+    """An n-D correlation on the 2-D engine: weights that span at most two axes, the other axes
+    a stack of planes (four to an image, as its channels)."""
+    from blurapp.core.kernel import Kernel
+    from blurapp.engine import filter_float
+
+    dtype = x.dtype
+    spans = [ax for ax, size in enumerate(weights.shape) if size > 1]
+    if len(spans) > 2:
+        raise UsageError(
+            f"weights spanning {len(spans)} axes need blurapp.gpu.ndpass, which is not installed"
+        )
+    free = [ax for ax in range(x.ndim - 1, -1, -1) if ax not in spans]
+    while len(spans) < 2 and free:  # a 1-D or single-tap kernel: add free axes from the last
+        spans.append(free.pop(0))
+    if x.ndim == 1:
+        k = centred(weights.reshape(-1), int(origins[0]))
+        kernel = Kernel.from_weights(k[np.newaxis, :], "ndimage")
+        result, *_ = filter_float(
+            np.ascontiguousarray(x, np.float32)[np.newaxis, :, np.newaxis], kernel, border,
+            strategy,
+        )  # fmt: skip
+        return np.asarray(result, dtype=dtype).reshape(x.shape)
+    a, b = sorted(spans)
+    w2 = weights.reshape([weights.shape[a], weights.shape[b]])
+    rows = centred_rows(w2, int(origins[a]), int(origins[b]))
+    kernel = Kernel.from_weights(rows, "ndimage")
+    moved = np.moveaxis(x, (a, b), (-2, -1))
+    shape = moved.shape
+    planes = np.ascontiguousarray(moved, dtype=np.float32).reshape(-1, shape[-2], shape[-1])
+    side = _max_side()
+    if shape[-2] > side or shape[-1] > side:
+        raise UsageError(
+            f"planes of {shape[-1]}x{shape[-2]} are beyond this adapter's {side} without "
+            "blurapp.gpu.ndpass"
+        )
+    out = np.empty(planes.shape, np.float32)
+    for start in range(0, planes.shape[0], 4):
+        group = planes[start : start + 4]
+        image = np.ascontiguousarray(np.moveaxis(group, 0, -1))
+        result, *_ = filter_float(image, kernel, border, strategy)
+        out[start : start + 4] = np.moveaxis(np.asarray(result).reshape(image.shape), -1, 0)
+    y = np.moveaxis(out.reshape(shape), (-2, -1), (a, b))
+    return np.ascontiguousarray(y, dtype=dtype)
+
+
+def centred_rows(w2: np.ndarray, origin_rows: int, origin_cols: int) -> np.ndarray:
+    """A 2-D kernel with scipy's origins as zero rows and columns around it (see centred)."""
+    rb, ra = _reach(w2.shape[0], origin_rows)
+    cb, ca = _reach(w2.shape[1], origin_cols)
+    hr, hc = max(rb, ra), max(cb, ca)
+    out = np.zeros((2 * hr + 1, 2 * hc + 1))
+    out[hr - rb : hr - rb + w2.shape[0], hc - cb : hc - cb + w2.shape[1]] = w2
+    return out
