@@ -1,0 +1,906 @@
+"""Correlate n-D arrays along any axis on the GPU, over storage buffers, in f32 or in double-float.
+
+The n-D passes under :mod:`blurapp.ndimage` (scipy.ndimage's API): :func:`correlate1d_chain`
+runs 1-D passes (:class:`Line`: ``scipy.ndimage.correlate1d`` each) one after another without
+reading back between them, and :func:`correlate_nd` runs n-D weights (``scipy.ndimage.correlate``).
+Any ndim (``correlate_nd``: 1 to 8 axes; ``correlate1d_chain``: any) and any axis, with a border
+per pass or per axis; kernels longer than the axis map as scipy's do (reflections repeat).
+
+Precision:
+
+- ``"f32"``: float32 elements accumulated in f32 (as cupyx.scipy.ndimage does for float32).
+- ``"df64"``: float64 elements as double-float pairs of f32 (hi + lo, about 48 significant
+  bits) with error-free sums and products (shaders/nd_df64.wgsl), so that the result agrees
+  with scipy's float64 to within about 1e-13 * sum|w| * max|x| (the goal is 1e-12). The data
+  and each pass's weights are scaled by powers of two first (exact), so float64 values beyond
+  float32's range (1e300, 1e-300) work too. WGSL has no way to forbid a compiler from fusing
+  a*b+c or rewriting (a+b)-a, so :func:`df64_status` first proves on the adapter that the
+  arithmetic is exact; where it is not, the float64 path runs the float64 numpy reference
+  (:mod:`blurapp.core.ndreference`) instead and says so once (a RuntimeWarning naming the
+  adapter), never silently.
+
+Arrays larger than the adapter's storage-buffer binding (128 MiB on lavapipe; the data is
+8 bytes an element in df64) run in slabs: a chain whose data does not fit runs pass by pass,
+each pass over slabs of its (outer, n, inner) view that need no halo (a 1-D pass is independent
+across the other axes), or over halo'd pieces of the axis itself when one line is too long;
+``correlate_nd`` runs slabs along the first axis with its halo. Where even one slab cannot fit
+(a single element's window larger than the binding) the call is refused with one
+:class:`~blurapp.core.errors.ImageError` line.
+
+Pipelines (per shader, template and border mode), buffers (per array size, least recently used
+dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, so a small array's per-call cost
+is one upload, one submission and one readback.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+
+from blurapp.core import ndreference
+from blurapp.core.borders import Border, BorderMode
+from blurapp.core.errors import ImageError, UsageError
+from blurapp.core.ndreference import DBL_EPSILON, Line, finite_max, nd_centres, normalise_axis
+from blurapp.gpu.device import GpuContext, get_device
+from blurapp.gpu.lru import LruCache
+from blurapp.gpu.shaders import load_shader
+
+__all__ = [
+    "KEPT_ARRAYS",
+    "MAX_ND",
+    "Line",
+    "NdPasses",
+    "Precision",
+    "correlate1d_chain",
+    "correlate_nd",
+    "df64_status",
+    "get_passes",
+]
+
+Precision = Literal["f32", "df64"]
+PRECISIONS: tuple[str, ...] = ("f32", "df64")
+
+#: Axes correlate_nd handles in one shader (its uniforms hold 8 per-axis values).
+MAX_ND = 8
+#: Array sizes whose buffers stay allocated (least recently used dropped).
+KEPT_ARRAYS = 4
+KEPT_PIPELINES = 32
+_WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
+_MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
+_UNIFORM_BYTES = 256  # every pass's uniform buffer (TapsParams is 192 bytes)
+_WEIGHTS_START = 64 * 1024  # weight / tap buffers start here and double when a kernel needs it
+
+
+def _elem_bytes(precision: str) -> int:
+    return 8 if precision == "df64" else 4
+
+
+def _check_precision(precision: str) -> str:
+    if precision not in PRECISIONS:
+        raise UsageError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    return precision
+
+
+# -- df64 packing: float64 <-> (hi, lo) pairs of f32 ------------------------------------------
+
+
+def _pow2_exponent(m: float) -> int:
+    """e such that m * 2**-e lies in [0.5, 1) (0 for 0, inf or NaN)."""
+    if m == 0.0 or not math.isfinite(m):
+        return 0
+    return math.frexp(m)[1]
+
+
+def _split(x: np.ndarray, exponent: int) -> np.ndarray:
+    """``x * 2**-exponent`` as (..., 2) float32 hi, lo pairs; a non-finite value is (x, 0)."""
+    scaled = np.ldexp(np.asarray(x, dtype=np.float64), -exponent)
+    out = np.empty((*scaled.shape, 2), dtype=np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        hi = scaled.astype(np.float32)
+        lo = (scaled - hi).astype(np.float32)
+    lo[~np.isfinite(scaled)] = 0.0
+    out[..., 0] = hi
+    out[..., 1] = lo
+    return out
+
+
+def _join(pairs: np.ndarray, exponent: int) -> np.ndarray:
+    """float64 ``(hi + lo) * 2**exponent`` of (..., 2) pairs; hi where hi is not finite."""
+    hi = pairs[..., 0].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        total = hi + pairs[..., 1]
+    total = np.where(np.isfinite(hi), total, hi)
+    return np.ldexp(total, exponent)
+
+
+def _pair(value: float, exponent: int) -> tuple[float, float]:
+    """One float64 as the (hi, lo) f32 pair of ``value * 2**-exponent``."""
+    p = _split(np.array([value]), exponent)[0]
+    return float(p[0]), float(p[1])
+
+
+# -- dispatches ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Dispatch:
+    """One pass: the shader (and what shapes its code), its uniforms and weights/taps."""
+
+    shader: str
+    template: tuple[tuple[str, Any], ...]
+    constants: tuple[tuple[str, int], ...]
+    uniforms: bytes
+    data: bytes  # weights or taps
+    total: int
+
+
+def _groups(total: int) -> tuple[int, int]:
+    groups = max(1, -(-total // _WG))
+    gx = min(groups, _MAX_GROUPS)
+    return gx, -(-groups // gx)
+
+
+def _line_dispatch(
+    shape3: tuple[int, int, int],
+    weights: np.ndarray,
+    centre: int,
+    mode: int,
+    constant: tuple[float, float],
+    precision: str,
+    two_prod: str,
+    skip_zero: bool,
+) -> _Dispatch:
+    outer, n, inner = shape3
+    total = outer * n * inner
+    gx, _ = _groups(total)
+    uniforms = struct.pack(
+        "<IIIIiIfIff", total, n, inner, weights.shape[0], centre, gx, 1.0, 0, *constant
+    )
+    template: dict[str, Any] = {"precision": precision, "skip_zero": skip_zero, "wg": _WG}
+    if precision == "df64":
+        template["two_prod"] = two_prod
+    return _Dispatch(
+        "nd_line",
+        tuple(sorted(template.items())),
+        (("BORDER_MODE", mode),),
+        uniforms,
+        np.ascontiguousarray(weights, dtype=np.float32).tobytes(),
+        total,
+    )
+
+
+def _per_axis_vec(values: Sequence[int]) -> bytes:
+    padded = list(values) + [0] * (MAX_ND - len(values))
+    return struct.pack(f"<{MAX_ND}i", *padded)
+
+
+def _taps_dispatch(
+    shape: tuple[int, ...],
+    taps: list[tuple[tuple[float, float], tuple[int, ...]]],
+    modes: Sequence[int],
+    constant: tuple[float, float],
+    precision: str,
+    two_prod: str,
+) -> _Dispatch:
+    ndim = len(shape)
+    total = math.prod(shape)
+    strides = [math.prod(shape[a + 1 :]) for a in range(ndim)]
+    gx, _ = _groups(total)
+    offsets = np.array([off for _, off in taps], dtype=np.int64).reshape(len(taps), ndim)
+    reach_lo = offsets.min(axis=0) if taps else np.zeros(ndim, np.int64)
+    reach_hi = offsets.max(axis=0) if taps else np.zeros(ndim, np.int64)
+    uniforms = (
+        struct.pack("<IIIfffff", total, len(taps), gx, 1.0, *constant, 0.0, 0.0)
+        + _per_axis_vec(shape)
+        + _per_axis_vec(strides)
+        + _per_axis_vec(modes)
+        + _per_axis_vec(reach_lo.tolist())
+        + _per_axis_vec(reach_hi.tolist())
+    )
+    words = np.zeros((max(len(taps), 1), 3 + ndim), dtype=np.uint32)
+    for t, ((w_hi, w_lo), off) in enumerate(taps):
+        words[t, :2] = np.array([w_hi, w_lo], dtype=np.float32).view(np.uint32)
+        words[t, 2] = (
+            np.array([sum(o * s for o, s in zip(off, strides, strict=True))])
+            .astype(np.int32)
+            .view(np.uint32)[0]
+        )
+        words[t, 3:] = np.array(off, dtype=np.int32).view(np.uint32)
+    template: dict[str, Any] = {"precision": precision, "ndim": ndim, "wg": _WG}
+    if precision == "df64":
+        template["two_prod"] = two_prod
+    return _Dispatch(
+        "nd_taps", tuple(sorted(template.items())), (), uniforms, words.tobytes(), total
+    )
+
+
+# -- the engine --------------------------------------------------------------------------------
+
+
+@dataclass
+class _ArrayBuffers:
+    """The ping-pong storage buffers and the readback buffer of one array size (bytes)."""
+
+    nbytes: int
+    a: Any
+    b: Any
+    readback: Any
+    bind_groups: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+
+
+class NdPasses:
+    """Runs :class:`_Dispatch` lists over storage buffers on one device; caches bounded.
+
+    Thread-safe: runs are serialised by one lock. ``stats`` counts the GPU objects created
+    (tests check that a repeated call creates none). ``max_binding`` (bytes) is the largest
+    array one dispatch may bind: the device's storage-buffer binding limit unless set smaller
+    (the slab tests force it).
+    """
+
+    def __init__(self, context: GpuContext | None = None, max_binding: int | None = None) -> None:
+        self._ctx = context
+        self._lock = threading.RLock()
+        self.stats: Counter[str] = Counter()
+        self.max_binding_override = max_binding
+        self._pipelines: LruCache[tuple[Any, ...], Any] = LruCache(
+            KEPT_PIPELINES, self._count("pipelines_evicted")
+        )
+        self._arrays: LruCache[int, _ArrayBuffers] = LruCache(
+            KEPT_ARRAYS, self._count("arrays_evicted")
+        )
+        self._layout: tuple[Any, Any] | None = None
+        self._uniforms: list[Any] = []
+        self._data: list[Any] = []
+        self._data_capacity = _WEIGHTS_START
+
+    def _count(self, name: str) -> Any:
+        def count(_key: Any, _value: Any) -> None:
+            self.stats[name] += 1
+
+        return count
+
+    @property
+    def context(self) -> GpuContext:
+        if self._ctx is None:
+            self._ctx = get_device()
+        return self._ctx
+
+    @property
+    def max_binding(self) -> int:
+        """Bytes of the largest array one dispatch binds."""
+        if self.max_binding_override is not None:
+            return int(self.max_binding_override)
+        limits = self.context.device.limits
+        return int(min(limits["max-storage-buffer-binding-size"], limits["max-buffer-size"]))
+
+    def clear(self) -> None:
+        """Drop every cached GPU object."""
+        with self._lock:
+            self._pipelines.clear()
+            self._arrays.clear()
+            self._uniforms.clear()
+            self._data.clear()
+            self._data_capacity = _WEIGHTS_START
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, data: np.ndarray, dispatches: Sequence[_Dispatch]) -> np.ndarray:
+        """Upload ``data`` (a C-contiguous float32 array), run ``dispatches`` one after another
+        (each reads the previous one's output), read the last output back (float32, ``data``'s
+        shape)."""
+        import wgpu
+
+        data = np.ascontiguousarray(data, dtype=np.float32)
+        nbytes = max(data.nbytes, 4)
+        with self._lock:
+            device = self.context.device
+            bufs = self._array_buffers(nbytes)
+            device.queue.write_buffer(bufs.a, 0, data)
+            self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
+            encoder = device.create_command_encoder()
+            src, dst = bufs.a, bufs.b
+            for i, d in enumerate(dispatches):
+                device.queue.write_buffer(self._uniforms[i], 0, d.uniforms)
+                if d.data:
+                    device.queue.write_buffer(self._data[i], 0, d.data)
+                pipeline = self._pipeline(d)
+                group = self._bind_group(bufs, src, dst, i)
+                compute = encoder.begin_compute_pass()
+                compute.set_pipeline(pipeline)
+                compute.set_bind_group(0, group)
+                gx, gy = _groups(d.total)
+                compute.dispatch_workgroups(gx, gy, 1)
+                compute.end()
+                src, dst = dst, src
+            encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
+            device.queue.submit([encoder.finish()])
+            bufs.readback.map_sync(wgpu.MapMode.READ)
+            try:
+                raw = bufs.readback.read_mapped(0, data.nbytes, copy=False)
+                out = np.frombuffer(raw, dtype=np.float32).reshape(data.shape).copy()
+            finally:
+                bufs.readback.unmap()
+        return out
+
+    def _array_buffers(self, nbytes: int) -> _ArrayBuffers:
+        import wgpu
+
+        def make() -> _ArrayBuffers:
+            usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
+            device = self.context.device
+            self.stats["buffers"] += 3
+            return _ArrayBuffers(
+                nbytes,
+                device.create_buffer(size=nbytes, usage=usage),
+                device.create_buffer(size=nbytes, usage=usage),
+                device.create_buffer(
+                    size=nbytes, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+                ),
+            )
+
+        return self._arrays.get_or_make(nbytes, make)
+
+    def _ensure_slots(self, passes: int, data_bytes: int) -> None:
+        """A uniform and a weights buffer for each of ``passes`` passes, the latter of at least
+        ``data_bytes``."""
+        import wgpu
+
+        device = self.context.device
+        storage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        if data_bytes > self._data_capacity:
+            capacity = max(_WEIGHTS_START, self._data_capacity)
+            while capacity < data_bytes:
+                capacity *= 2
+            self._data_capacity = capacity
+            self._data = []
+            for bufs in self._arrays.values():  # they bound the old buffers
+                bufs.bind_groups.clear()
+        while len(self._data) < passes:
+            self._data.append(device.create_buffer(size=self._data_capacity, usage=storage))
+            self.stats["buffers"] += 1
+        while len(self._uniforms) < passes:
+            self._uniforms.append(
+                device.create_buffer(
+                    size=_UNIFORM_BYTES, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+                )
+            )
+            self.stats["buffers"] += 1
+
+    def _layouts(self) -> tuple[Any, Any]:
+        import wgpu
+
+        if self._layout is None:
+            compute = wgpu.ShaderStage.COMPUTE
+            device = self.context.device
+            layout = device.create_bind_group_layout(
+                entries=[
+                    {"binding": 0, "visibility": compute, "buffer": {"type": "read-only-storage"}},
+                    {"binding": 1, "visibility": compute, "buffer": {"type": "storage"}},
+                    {"binding": 2, "visibility": compute, "buffer": {"type": "read-only-storage"}},
+                    {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
+                ]
+            )
+            self._layout = (layout, device.create_pipeline_layout(bind_group_layouts=[layout]))
+        return self._layout
+
+    def _bind_group(self, bufs: _ArrayBuffers, src: Any, dst: Any, slot: int) -> Any:
+        key = (src is bufs.a, slot)
+        group = bufs.bind_groups.get(key)
+        if group is None:
+            group = self.context.device.create_bind_group(
+                layout=self._layouts()[0],
+                entries=[
+                    {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": bufs.nbytes}},
+                    {"binding": 1, "resource": {"buffer": dst, "offset": 0, "size": bufs.nbytes}},
+                    {"binding": 2, "resource": {"buffer": self._data[slot]}},
+                    {"binding": 3, "resource": {"buffer": self._uniforms[slot]}},
+                ],
+            )
+            self.stats["bind_groups"] += 1
+            bufs.bind_groups[key] = group
+        return group
+
+    def _pipeline(self, d: _Dispatch) -> Any:
+        key = (d.shader, d.template, d.constants)
+
+        def make() -> Any:
+            device = self.context.device
+            code = load_shader(d.shader, **dict(d.template))
+            module = device.create_shader_module(label=d.shader, code=code)
+            self.stats["pipelines"] += 1
+            return device.create_compute_pipeline(
+                label=d.shader,
+                layout=self._layouts()[1],
+                compute={"module": module, "entry_point": "main", "constants": dict(d.constants)},
+            )
+
+        return self._pipelines.get_or_make(key, make)
+
+
+_passes_lock = threading.Lock()
+_passes: NdPasses | None = None
+
+
+def get_passes() -> NdPasses:
+    """The per-process :class:`NdPasses` (its device is created on its first run)."""
+    global _passes
+    with _passes_lock:
+        if _passes is None:
+            _passes = NdPasses()
+        return _passes
+
+
+# -- the start-up check ------------------------------------------------------------------------
+
+_status_lock = threading.Lock()
+_status: tuple[bool, str, str] | None = None  # (ok, message, two_prod)
+_warned = False
+
+
+def _check_cases() -> np.ndarray:
+    """(a, b, c, d) float32 quadruples: (a, b) and (c, d) are normalised df64 pairs
+    (|b| < ulp(a)) whose TwoSum and product errors are non-zero, so that an optimised-away
+    error term shows; the first has fl(a * b + c) != fl(fl(a * b) + c) (a fused one shows)."""
+    rng = np.random.default_rng(12345)
+    count = 256
+    a = rng.uniform(0.5, 2.0, count)
+    b = rng.uniform(-1.0, 1.0, count) * 2.0 ** rng.integers(-32, -25, count)
+    c = rng.uniform(0.5, 2.0, count)
+    d = rng.uniform(-1.0, 1.0, count) * 2.0 ** rng.integers(-32, -25, count)
+    fixed = np.array(
+        [
+            [1.0 + 2.0**-23, 1.0 - 2.0**-23, -1.0, 2.0**-40],
+            [1.0, 2.0**-30, 1.0, 2.0**-30],
+            [3.0, 2.0**-27, -1.0 / 3.0, 2.0**-29],
+        ]
+    )
+    return np.concatenate([fixed, np.stack([a, b, c, d], axis=1)]).astype(np.float32)
+
+
+def _exact(v: float) -> Fraction:
+    return Fraction(float(v))
+
+
+def _check_primitives(out: np.ndarray, cases: np.ndarray) -> str | None:
+    """What is wrong with the check shader's results (None: every one exact)."""
+    f32 = np.float32
+    for i, (a, b, c, d) in enumerate(cases):
+        o = out[i]
+        ea, eb = _exact(a), _exact(b)
+        if _exact(o[0]) != _exact(f32(a) + f32(b)) or _exact(o[0]) + _exact(o[1]) != ea + eb:
+            return f"TwoSum is not exact (case {i}): the error term was reassociated away"
+        if abs(a) >= abs(b) and _exact(o[2]) + _exact(o[3]) != ea + eb:
+            return f"FastTwoSum is not exact (case {i}): the error term was reassociated away"
+        if _exact(o[4]) != _exact(f32(a) * f32(b)) or _exact(o[4]) + _exact(o[5]) != ea * eb:
+            return f"TwoProd is not exact (case {i}): the product's error term is wrong"
+        if i == 0:  # not a normalised pair: for the contraction probe only
+            continue
+        # df_add and df_mul: to about 2^-44 of the operands (their defined accuracy).
+        add_exact = ea + eb + _exact(c) + _exact(d)
+        if abs(_exact(o[6]) + _exact(o[7]) - add_exact) > Fraction(2) ** -44 * (
+            abs(ea) + abs(_exact(c)) + Fraction(2) ** -100
+        ):
+            return f"df64 addition is inaccurate (case {i})"
+        mul_exact = (ea + eb) * (_exact(c) + _exact(d))
+        if (
+            abs(_exact(o[8]) + _exact(o[9]) - mul_exact)
+            > Fraction(2) ** -44 * abs(ea * _exact(c)) + Fraction(2) ** -100
+        ):
+            return f"df64 multiplication is inaccurate (case {i})"
+    return None
+
+
+def _run_check(passes: NdPasses, two_prod: str) -> tuple[str | None, bool]:
+    """The primitives on the adapter with ``two_prod``: what failed (or None), and whether the
+    adapter contracts a * b + c into a fused multiply-add."""
+    cases = _check_cases()
+    outputs = np.zeros((len(cases), 12), dtype=np.float32)
+    uniforms = struct.pack("<IfII", len(cases), 1.0, 0, 0)
+    # The check shader reads `inputs` as vec4 (the ping-pong buffer), writes `outputs` (the
+    # other one): one buffer size for both, so the data is padded to the larger.
+    data = np.zeros(outputs.size, dtype=np.float32)
+    data[: cases.size] = cases.ravel()
+    d = _Dispatch("nd_df64_check", (("two_prod", two_prod),), (), uniforms, b"", len(cases))
+    out = passes.run(data, [d]).reshape(len(cases), 12)
+    a, b, c = (float(v) for v in cases[0, :3])
+    contracted = _exact(out[0, 10]) != _exact(np.float32(np.float32(a) * np.float32(b)) + c)
+    return _check_primitives(out, cases), contracted
+
+
+def _end_to_end(passes: NdPasses, two_prod: str) -> str | None:
+    """A derivative and a smoothing chain on large-offset data through the real df64 shaders,
+    against the float64 reference within the 1e-12 goal; what failed, or None."""
+    rng = np.random.default_rng(7)
+    x = 1e8 + rng.normal(size=(7, 33))
+    lines = [
+        Line(1, np.array([-0.5, 0.0, 0.5]), Border(BorderMode.REFLECT)),
+        Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.MIRROR)),
+        Line(1, rng.normal(size=6), Border(BorderMode.CONSTANT), origin=1, cval=1e8 + 0.5),
+    ]
+    got = _chain_gpu(passes, x, lines, "df64", two_prod)
+    want = ndreference.correlate1d_chain(x, lines)
+    bound = 1e-12 * math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * 1e8
+    err = float(np.max(np.abs(got - want)))
+    if not err <= bound:
+        return f"a df64 chain on the adapter is off by {err:.3g} (allowed {bound:.3g})"
+    return None
+
+
+def df64_status(*, refresh: bool = False) -> tuple[bool, str]:
+    """Whether the double-float passes are exact on this adapter, and why (cached per process).
+
+    Runs a small shader proving that TwoSum and TwoProd keep their error terms (no contraction
+    of a*b+c into an FMA, no reassociation of (a+b)-a), with the product's error from a fused
+    ``fma`` where that is exact, else Dekker's split; then a df64 chain on 1e8-offset data
+    against the float64 reference.
+
+    Arguments:
+        refresh: run the check again instead of returning the cached answer.
+
+    Returns:
+        ``(ok, message)``: the message names the adapter and the method, or what failed.
+
+    Raises:
+        GpuUnavailableError: no adapter.
+    """
+    global _status
+    with _status_lock:
+        if _status is None or refresh:
+            _status = _df64_check(get_passes())
+        return _status[0], _status[1]
+
+
+def _df64_check(passes: NdPasses) -> tuple[bool, str, str]:
+    name = passes.context.info["summary"]
+    failures = []
+    for two_prod in ("fma", "dekker"):
+        problem, contracted = _run_check(passes, two_prod)
+        problem = problem or _end_to_end(passes, two_prod)
+        if problem is None:
+            how = "fused fma" if two_prod == "fma" else "Dekker's split (fma is not fused here)"
+            fused = (
+                "; a*b+c is contracted here, harmlessly (products that feed a sum are opaque)"
+                if contracted
+                else "; a*b+c is not contracted"
+            )
+            return True, f"df64 is exact on {name} (products' errors by {how}{fused})", two_prod
+        failures.append(f"{two_prod}: {problem}")
+    return False, f"df64 is not exact on {name}: {'; '.join(failures)}", ""
+
+
+def _two_prod() -> str:
+    assert _status is not None and _status[0]
+    return _status[2]
+
+
+def _df64_available() -> bool:
+    """df64_status()'s answer; the first time it is False, one RuntimeWarning says so."""
+    global _warned
+    ok, message = df64_status()
+    if not ok and not _warned:
+        _warned = True
+        warnings.warn(
+            f"{message}; float64 filters run on the CPU (blurapp's float64 numpy reference) "
+            "instead",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return ok
+
+
+# -- public API --------------------------------------------------------------------------------
+
+
+def _as_input(x: np.ndarray, precision: str) -> np.ndarray:
+    x = np.asarray(x)
+    if x.dtype.kind not in "biuf":
+        raise ImageError(f"the array must be real numbers, got dtype {x.dtype}")
+    return np.asarray(x, dtype=np.float32 if precision == "f32" else np.float64)
+
+
+def correlate1d_chain(
+    x: np.ndarray,
+    passes: Sequence[Line],
+    *,
+    precision: Precision,
+    passes_engine: NdPasses | None = None,
+) -> np.ndarray:
+    """Run 1-D correlations one after another on the GPU, each ``scipy.ndimage.correlate1d``.
+
+    The passes run without reading back between them (ping-pong storage buffers) where the
+    array fits one storage-buffer binding; beyond it, pass by pass over slabs (module
+    docstring).
+
+    Arguments:
+        x: any shape (ndim >= 1; a 0-d array is taken as 1 element); float32 for ``"f32"``
+            and float64 for ``"df64"`` (other real dtypes are cast to those).
+        passes: the :class:`Line` passes, in order; each one's axis, weights, border, origin
+            (``centre = len(weights) // 2 + origin``) and cval mean what they mean in
+            ``scipy.ndimage.correlate1d``: every tap is multiplied, zero weights too, so a NaN
+            under a zero tap spreads as it does there.
+        precision: ``"f32"`` (accumulated in f32) or ``"df64"`` (double-float; where
+            :func:`df64_status` fails, the float64 numpy reference, with one warning).
+        passes_engine: the :class:`NdPasses` to run on (default: the process's).
+
+    Returns:
+        The result, of ``x``'s shape, float32 (``"f32"``) or float64 (``"df64"``).
+
+    Raises:
+        UsageError: an unknown precision. numpy's AxisError: a pass's axis out of range.
+        ImageError: not a real array, or one slab cannot fit the adapter.
+        GpuUnavailableError: no adapter.
+    """
+    _check_precision(precision)
+    x = _as_input(x, precision)
+    shape = x.shape
+    flat = x.reshape(-1) if x.ndim == 0 else x
+    lines = [_with_axis(ln, normalise_axis(ln.axis, flat.ndim)) for ln in passes]
+    if flat.size == 0:
+        return x.copy()
+    if precision == "df64" and not _df64_available():
+        return ndreference.correlate1d_chain(flat, lines).reshape(shape)
+    engine = passes_engine or get_passes()
+    two_prod = _two_prod() if precision == "df64" else "fma"
+    return _chain_gpu(engine, flat, lines, precision, two_prod).reshape(shape)
+
+
+def _with_axis(line: Line, axis: int) -> Line:
+    if line.axis == axis:
+        return line
+    return Line(axis, line.weights, line.border, line.origin, line.cval)
+
+
+def _shape3(shape: tuple[int, ...], axis: int) -> tuple[int, int, int]:
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1 :])
+
+
+def _chain_gpu(
+    engine: NdPasses, x: np.ndarray, lines: Sequence[Line], precision: str, two_prod: str
+) -> np.ndarray:
+    """The chain on the GPU (df64: scaled by powers of two around it)."""
+    if not lines:
+        return x.copy()
+    elem = _elem_bytes(precision)
+    df = precision == "df64"
+    # Powers of two that bring max|x| and each pass's max|w| into [0.5, 1): exact, and no
+    # finite value overflows or vanishes in f32's range on the way.
+    x_exp = 0
+    w_exps = [0] * len(lines)
+    if df:
+        cvals = [abs(ln.constant) for ln in lines if ln.border.mode is BorderMode.CONSTANT]
+        finite_cvals = [c for c in cvals if math.isfinite(c)]
+        x_exp = _pow2_exponent(max([finite_max(x), *finite_cvals]))
+        w_exps = [_pow2_exponent(finite_max(ln.weights)) for ln in lines]
+    if x.size * elem <= engine.max_binding:
+        data = _split(x, x_exp) if df else x
+        dispatches = []
+        exp_in = x_exp
+        for ln, w_exp in zip(lines, w_exps, strict=True):
+            dispatches.append(_line_of(ln, _shape3(x.shape, ln.axis), precision, two_prod,
+                                       exp_in, w_exp))  # fmt: skip
+            exp_in += w_exp
+        out = engine.run(data, dispatches)
+        return _join(out, exp_in) if df else out.reshape(x.shape)
+    # Too large for one binding: pass by pass, each over slabs that fit.
+    out = x
+    for ln, w_exp in zip(lines, w_exps, strict=True):
+        if df:  # each pass's data scaled afresh (the chain's scale is not carried across)
+            extra = [abs(ln.constant)] if ln.border.mode is BorderMode.CONSTANT else []
+            x_exp = _pow2_exponent(max([finite_max(out), *[c for c in extra if math.isfinite(c)]]))
+        out = _line_in_slabs(engine, out, ln, precision, two_prod, x_exp, w_exp)
+    return out
+
+
+def _line_of(
+    ln: Line, shape3: tuple[int, int, int], precision: str, two_prod: str, exp_in: int, w_exp: int
+) -> _Dispatch:
+    df = precision == "df64"
+    if df:
+        weights = _split(ln.weights, w_exp).reshape(-1, 2)
+        constant = _pair(ln.constant, exp_in)
+    else:
+        weights = ln.weights.astype(np.float32)
+        with np.errstate(over="ignore"):
+            constant = (float(np.float32(ln.constant)), 0.0)
+    return _line_dispatch(
+        shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod,
+        skip_zero=False,
+    )  # fmt: skip
+
+
+def _line_in_slabs(
+    engine: NdPasses,
+    x: np.ndarray,
+    ln: Line,
+    precision: str,
+    two_prod: str,
+    x_exp: int,
+    w_exp: int,
+) -> np.ndarray:
+    """One pass over slabs of the (outer, n, inner) view that fit one binding each."""
+    elem = _elem_bytes(precision)
+    df = precision == "df64"
+    limit = engine.max_binding // elem  # elements per slab
+    outer, n, inner = _shape3(x.shape, ln.axis)
+    x3 = x.reshape(outer, n, inner)
+    out = np.empty(x3.shape, dtype=x.dtype)
+
+    def run(piece: np.ndarray) -> np.ndarray:
+        data = _split(piece, x_exp) if df else piece
+        d = _line_of(ln, piece.shape, precision, two_prod, x_exp, w_exp)
+        res = engine.run(data, [d])
+        return _join(res, x_exp + w_exp) if df else res.reshape(piece.shape)
+
+    if n * inner <= limit:  # whole lines, several outer rows a slab
+        rows = limit // (n * inner)
+        for o in range(0, outer, rows):
+            out[o : o + rows] = run(np.ascontiguousarray(x3[o : o + rows]))
+    elif n <= limit:  # whole lines, part of the inner extent a slab
+        cols = limit // n
+        for o in range(outer):
+            for j in range(0, inner, cols):
+                out[o, :, j : j + cols] = run(np.ascontiguousarray(x3[o, :, j : j + cols])[None])[0]
+    else:  # one line longer than a binding: pieces of it with their halo, gathered by the border
+        before, after = ln.centre, ln.weights.size - 1 - ln.centre
+        step = limit - before - after
+        if step < 1:
+            raise ImageError(
+                f"a pass of {ln.weights.size} taps cannot run in slabs of {limit} elements "
+                f"(the adapter's storage-buffer binding): the kernel is longer than a slab"
+            )
+        for o in range(outer):
+            for j in range(inner):
+                line = x3[o, :, j]
+                for s in range(0, n, step):
+                    e = min(s + step, n)
+                    idx = ln.border.map_indices(np.arange(s - before, e + after), n)
+                    piece = np.where(idx < 0, ln.constant, line[np.maximum(idx, 0)])
+                    piece = piece.astype(x.dtype)
+                    # Within the piece every window is inside: its own border never matters.
+                    inner_ln = Line(0, ln.weights, Border(BorderMode.CLAMP), ln.origin)
+                    data = _split(piece, x_exp) if df else piece
+                    d = _line_of(inner_ln, (1, piece.size, 1), precision, two_prod, x_exp, w_exp)
+                    res = engine.run(data, [d])
+                    res = _join(res, x_exp + w_exp) if df else res.reshape(-1)
+                    out[o, s:e, j] = res[before : before + (e - s)]
+    return out.reshape(x.shape)
+
+
+def correlate_nd(
+    x: np.ndarray,
+    weights: np.ndarray,
+    borders: Sequence[Border] | Border,
+    origins: Sequence[int] | int = 0,
+    *,
+    precision: Precision,
+    cval: float | None = None,
+    passes_engine: NdPasses | None = None,
+) -> np.ndarray:
+    """``scipy.ndimage.correlate`` on the GPU: n-D weights over an n-D array (1 to 8 axes).
+
+    Taps whose weight is within DBL_EPSILON of zero are skipped, as scipy's footprint does: a
+    NaN or Inf under them does not spread; elsewhere NaN and Inf propagate as scipy's do.
+
+    Arguments:
+        x: float32 (``"f32"``) or float64 (``"df64"``) array, ndim 1 to 8 (others are cast).
+        weights: ``x.ndim``-D float64 weights, any sizes (larger than ``x`` too).
+        borders: one :class:`Border` for all axes or one per axis.
+        origins: per axis (or one for all): the centre is ``weights.shape[a] // 2 + origin``.
+        precision: ``"f32"`` or ``"df64"`` (as :func:`correlate1d_chain`).
+        cval: the constant of CONSTANT axes, any float64 (NaN, ±inf); ``None`` takes each
+            border's value.
+        passes_engine: the :class:`NdPasses` to run on (default: the process's).
+
+    Returns:
+        The result, of ``x``'s shape and dtype (float32 or float64).
+
+    Raises:
+        UsageError: an unknown precision. ValueError: weights of another ndim, a bad origin.
+        ImageError: more than 8 axes, or one slab along axis 0 cannot fit the adapter.
+    """
+    _check_precision(precision)
+    x = _as_input(x, precision)
+    w = np.asarray(weights, dtype=np.float64)
+    shape = x.shape
+    if x.ndim == 0:
+        x = x.reshape(1)
+        w = w.reshape(1)
+    if w.ndim != x.ndim:
+        raise ValueError(f"weights have {w.ndim} dimensions, the array {x.ndim}")
+    if w.size == 0:
+        raise ValueError("weights must not be empty")
+    if x.ndim > MAX_ND:
+        raise ImageError(f"correlate_nd handles 1 to {MAX_ND} axes, got an array of {x.ndim}")
+    ndim = x.ndim
+    border_list = ndreference._per_axis_borders(borders, ndim)
+    origin_list = ndreference._per_axis(origins, ndim, "origins")
+    centres = nd_centres(w.shape, origin_list)
+    if x.size == 0:
+        return x.reshape(shape).copy()
+    constants = [
+        (b.value if cval is None else float(cval))
+        for b in border_list
+        if b.mode is BorderMode.CONSTANT
+    ]
+    constant = constants[0] if constants else 0.0
+    if len(set(map(repr, constants))) > 1:
+        raise UsageError("correlate_nd takes one constant for every CONSTANT axis")
+    if precision == "df64" and not _df64_available():
+        return ndreference.correlate_nd(x, w, border_list, origin_list, cval=cval).reshape(shape)
+    engine = passes_engine or get_passes()
+    two_prod = _two_prod() if precision == "df64" else "fma"
+    return _nd_gpu(engine, x, w, border_list, centres, constant, precision, two_prod).reshape(shape)
+
+
+def _nd_gpu(
+    engine: NdPasses,
+    x: np.ndarray,
+    w: np.ndarray,
+    borders: Sequence[Border],
+    centres: Sequence[int],
+    constant: float,
+    precision: str,
+    two_prod: str,
+) -> np.ndarray:
+    df = precision == "df64"
+    elem = _elem_bytes(precision)
+    x_exp = w_exp = 0
+    if df:
+        extra = [abs(constant)] if math.isfinite(constant) else []
+        x_exp = _pow2_exponent(max([finite_max(x), *extra]))
+        w_exp = _pow2_exponent(finite_max(w))
+    nz = np.argwhere(np.abs(w) > DBL_EPSILON)
+    taps = []
+    for tap in nz:
+        tap = tuple(int(t) for t in tap)
+        value = float(w[tap])
+        pair = _pair(value, w_exp) if df else (float(np.float32(value)), 0.0)
+        taps.append((pair, tuple(t - c for t, c in zip(tap, centres, strict=True))))
+    modes = [b.mode.value for b in borders]
+    const_pair = _pair(constant, x_exp) if df else (_f32(constant), 0.0)
+    limit = engine.max_binding // elem
+
+    def run(piece: np.ndarray) -> np.ndarray:
+        data = _split(piece, x_exp) if df else piece
+        d = _taps_dispatch(piece.shape, taps, modes, const_pair, precision, two_prod)
+        res = engine.run(data, [d])
+        return _join(res, x_exp + w_exp) if df else res.reshape(piece.shape)
+
+    if x.size <= limit:
+        return run(x)
+    # Slabs along axis 0 with the window's reach along it, gathered with axis 0's border.
+    n = x.shape[0]
+    row = math.prod(x.shape[1:])
+    before, after = centres[0], w.shape[0] - 1 - centres[0]
+    step = limit // row - before - after
+    if step < 1:
+        raise ImageError(
+            f"an array of shape {x.shape} with {w.shape} weights cannot run in slabs along "
+            f"axis 0: one slab with its halo needs more than the adapter's storage-buffer "
+            f"binding ({engine.max_binding} bytes)"
+        )
+    out = np.empty(x.shape, dtype=x.dtype)
+    b0 = borders[0]
+    for s in range(0, n, step):
+        e = min(s + step, n)
+        idx = b0.map_indices(np.arange(s - before, e + after), n)
+        piece = np.take(x, np.maximum(idx, 0), axis=0)
+        if b0.mode is BorderMode.CONSTANT:
+            piece[idx < 0] = constant
+        res = run(np.ascontiguousarray(piece))
+        out[s:e] = res[before : before + (e - s)]
+    return out
+
+
+def _f32(v: float) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.float32(v))

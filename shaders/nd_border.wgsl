@@ -1,0 +1,41 @@
+// Border addressing of the n-D passes over storage buffers (nd_line, nd_taps): the index an
+// out-of-range offset reads along one axis. The same mapping as border.wgsl (which the texture
+// strategies include, with their texture loads), with the mode as an argument, since nd_taps
+// has one per axis.
+
+// i mod n in [0, n) also for negative i (WGSL's % keeps the sign of i).
+fn nd_positive_mod(i: i32, n: i32) -> i32 {
+    let m = i % n;
+    return select(m, m + n, m < 0);
+}
+
+// The index in [0, n) that offset i reads under `mode` (blurapp.core.borders.BorderMode: 0
+// clamp, 1 constant, 2 reflect, 3 mirror, 4 wrap), or -1 for "outside: read the constant".
+// Reflections repeat, so kernels longer than the axis read valid elements too.
+fn nd_border_index(i: i32, n: i32, mode: i32) -> i32 {
+    if (i >= 0 && i < n) {
+        return i;
+    }
+    if (mode == 0) {
+        return clamp(i, 0, n - 1);
+    }
+    if (mode == 1) {
+        return -1;
+    }
+    if (mode == 2) {
+        // dcba|abcd|dcba: period 2n, the edge element repeated.
+        let m = nd_positive_mod(i, 2 * n);
+        return select(m, 2 * n - 1 - m, m >= n);
+    }
+    if (mode == 3) {
+        // dcb|abcd|cba: period 2n-2, the edge element not repeated; one element mirrors onto
+        // itself.
+        if (n == 1) {
+            return 0;
+        }
+        let period = 2 * n - 2;
+        let m = nd_positive_mod(i, period);
+        return select(m, period - m, m >= n);
+    }
+    return nd_positive_mod(i, n);
+}
