@@ -29,10 +29,24 @@ import numpy as np
 
 from blurapp.core.checks import checking
 from blurapp.core.colour import linear_to_srgb, srgb_to_linear
-from blurapp.core.errors import BlurappError, UsageError
+from blurapp.core.errors import (
+    ArrayError,
+    ArrayTypeError,
+    BlurappError,
+    ImageError,
+    UsageError,
+    readable,
+)
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
-from blurapp.core.numbers import beyond_float32, check_image, finite_bounds, from_float, to_float
+from blurapp.core.numbers import (
+    SUPPORTED_DTYPES,
+    beyond_float32,
+    check_image,
+    finite_bounds,
+    from_float,
+    to_float,
+)
 from blurapp.core.strategies import AUTO
 from blurapp.core.tiling import TileGrid, gather
 from blurapp.core.timing import PassTiming, Timing
@@ -41,8 +55,11 @@ __all__ = [
     "FilterResult",
     "Filtered",
     "Prepared",
+    "check_array",
+    "check_memory",
     "filter_image",
     "filter_pixels",
+    "filtering_bytes",
     "finish",
     "finish_floats",
     "prepare",
@@ -50,6 +67,7 @@ __all__ = [
     "stream_pixels",
     "sum_timings",
     "warm_up",
+    "warm_up_steps",
     "working_bytes",
 ]
 
@@ -224,6 +242,69 @@ def working_bytes(
     if _quantiser(spec, channels, np.dtype(out_dtype), False) is None:
         per_sample += 4 + 8
     return width * height * max(channels, 1) * per_sample
+
+
+def filtering_bytes(
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    spec: FilterSpec,
+    out_dtype: np.dtype,
+    grid: TileGrid,
+    in_flight: int = TILES_IN_FLIGHT,
+) -> int:
+    """Host bytes :func:`filter_pixels` allocates for an image of ``shape`` already in memory:
+    the output, and the float copies of the whole image (:func:`working_bytes` less the stored
+    copies it counts) or of the tiles gathered, in flight and being finished."""
+    height, width = int(shape[0]), int(shape[1])
+    channels = int(shape[2]) if len(shape) == 3 else 1
+    itemsize = np.dtype(dtype).itemsize
+
+    def work(rows: int, cols: int) -> int:
+        stored = 3 * rows * cols * channels * itemsize
+        return working_bytes(cols, rows, channels, dtype, spec, out_dtype) - stored
+
+    out = height * width * channels * np.dtype(out_dtype).itemsize
+    if grid.whole:
+        return out + work(height, width)
+    side = grid.side
+    tile = work(side, side) + side * side * channels * itemsize  # + the gathered stored tile
+    return out + (in_flight + 2) * tile
+
+
+def check_memory(need: int, shape: tuple[int, ...]) -> None:
+    """Refuse, before allocating, a filter that needs more host memory than this process can
+    still get (the command line's guard, for the Python API: numpy's MemoryError, or the
+    system's OOM killer, otherwise).
+
+    Raises:
+        ArrayError: one line with the image's size, the bytes needed and those available.
+    """
+    from blurapp.memory import MEMORY_SHARE, available_memory
+
+    available = available_memory()
+    if available is None or need <= available * MEMORY_SHARE:
+        return
+    size = "×".join(readable(int(n)) for n in shape)
+    raise ArrayError(
+        f"cannot filter a {size} image: it needs about {need / 2**30:.1f} GiB of memory at "
+        f"once, more than the {available * MEMORY_SHARE / 2**30:.1f} GiB this process can get; "
+        "filter it in pieces (blurapp.dask.correlate on a chunked array)"
+    )
+
+
+def check_array(image: Any) -> None:
+    """:func:`blurapp.core.numbers.check_image` for the Python API: what it refuses is an
+    :class:`ArrayTypeError` (not an array, an unsupported pixel type: a ``TypeError``) or an
+    :class:`ArrayError` (a shape or a mask: a ``ValueError``)."""
+    if not isinstance(image, np.ndarray):
+        raise ArrayTypeError(
+            f"image must be a numpy array (H×W or H×W×C), not {type(image).__name__}"
+        )
+    try:
+        check_image(image)
+    except ImageError as err:
+        unsupported = image.dtype not in SUPPORTED_DTYPES
+        raise (ArrayTypeError if unsupported else ArrayError)(str(err)) from None
 
 
 def prepare(
@@ -537,9 +618,11 @@ def _filter_tiles(
     def stopped() -> None:
         if stopping.is_set():
             raise _StoppedError
+        if check is not None:
+            check()  # the caller's cancel reaches a tile in progress, not only the next tile
 
     def run_tile(prepared: Prepared) -> Filtered:
-        with checking(stopped):  # a long tile stops between its bands when the loop stops
+        with checking(stopped):  # a long tile stops between its bands (or blocks of taps)
             return run(prepared)
 
     passes = [widen, store] if normalize else [store]
@@ -623,26 +706,52 @@ def warm_up(
     between runs (raise to stop). Returns the runs made; nothing without a GPU adapter.
     """
     from blurapp.core.errors import GpuUnavailableError
+
+    runs = 0
+    for image, warm in _warm_up_runs(spec):
+        if check is not None:
+            check()
+        try:
+            filter_pixels(image, warm)
+        except GpuUnavailableError:
+            return runs
+        runs += 1
+    return runs
+
+
+def _warm_up_runs(spec: FilterSpec) -> list[tuple[np.ndarray, FilterSpec]]:
+    """:func:`warm_up`'s runs: (image, spec) per size bucket, 8-bit before float."""
     from blurapp.gpu.strategies import LOOP_BUCKET, TAP_BUCKETS
 
     images = (np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 3), np.float32))
-    runs = 0
+    out = []
     # The unrolled buckets, and the looped ones up to a radius of 128 (sigma 32).
     for taps in (*TAP_BUCKETS, LOOP_BUCKET * 2 + 1, LOOP_BUCKET * 4 + 1):
         kernel = Kernel.parse(f"gaussian:sigma={max(0.5, taps / 8):g},radius={taps // 2}")
         try:
             warm = spec.replace(kernel=kernel, strategy="separable", tile=None, convolve=False)
         except BlurappError:
-            return runs
-        for image in images:
-            if check is not None:
-                check()
+            break
+        out.extend((image, warm) for image in images)
+    return out
+
+
+def warm_up_steps(spec: FilterSpec) -> list[Callable[[Callable[[], None], object], None]]:
+    """:func:`warm_up` as separate steps ``step(check, report)``, for a scheduler that runs
+    background work between the user's (the window's): each step is one run, and stops
+    (raising from ``check``) between its bands; without an adapter the steps do nothing."""
+    from blurapp.core.errors import GpuUnavailableError
+
+    def step_for(image: np.ndarray, warm: FilterSpec):
+        def step(check: Callable[[], None], report: object) -> None:
             try:
-                filter_pixels(image, warm)
+                filter_pixels(image, warm, check=check)
             except GpuUnavailableError:
-                return runs
-            runs += 1
-    return runs
+                pass
+
+        return step
+
+    return [step_for(image, warm) for image, warm in _warm_up_runs(spec)]
 
 
 def filter_image(
@@ -681,7 +790,11 @@ def filter_image(
         >>> blurapp.filter_image(img, "box:3", strategy="cpu").image[1:4, 1:4].tolist()
         [[28, 28, 28], [28, 28, 28], [28, 28, 28]]
     """
-    if not isinstance(image, np.ndarray):
-        raise UsageError(f"image must be a numpy array, not {type(image).__name__}")
+    from blurapp.engine import tile_grid
+
+    check_array(image)
     spec = FilterSpec.of(kernel, **options)
+    grid = tile_grid(image.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side)
+    out_dtype = spec.output_dtype(image.dtype)
+    check_memory(filtering_bytes(image.shape, image.dtype, spec, out_dtype, grid), image.shape)
     return filter_pixels(image, spec, input_key=input_key, max_tile_side=max_tile_side)

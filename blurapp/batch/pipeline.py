@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from blurapp import pipeline
-from blurapp.core.errors import BlurappError, ImageError
+from blurapp.core.borders import BorderMode
+from blurapp.core.errors import BlurappError, ImageError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.tiling import TILE_TEXELS, TileGrid
 from blurapp.engine import tile_grid
@@ -34,9 +35,12 @@ from blurapp.io import (
     with_pixels,
     write_image,
 )
+from blurapp.io.bands import open_png_source, png_sink
 from blurapp.io.tiffstream import TIFF_TILE, open_tiff_source, tiff_sink
+from blurapp.memory import MEMORY_SHARE, available_memory
 
 __all__ = [
+    "BAND_TILE_SIDE",
     "BatchInterrupted",
     "EncodeSettings",
     "FileRecord",
@@ -44,6 +48,7 @@ __all__ = [
     "MemoryBudget",
     "StreamPlan",
     "available_memory",
+    "band_bytes",
     "check_memory",
     "process_file",
     "run_pipeline",
@@ -60,8 +65,10 @@ __all__ = [
 #: host memory on lavapipe) are made once per image size, not per image, and are not counted.
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
-#: The share of the available memory one image may need (:func:`check_memory`).
-MEMORY_SHARE = 0.9
+#: batch's PNGs stream a band of rows at a time (:func:`stream_plan`) in tiles of at most this
+#: side, halo included: a 4K photo's GPU textures are then those of a 512² tile (about 1 MB
+#: each, 4 MB for the float intermediate) instead of the whole image's 0.27 GB.
+BAND_TILE_SIDE = 512
 
 
 @dataclass(frozen=True)
@@ -74,38 +81,6 @@ class EncodeSettings:
     overwrite: bool = False
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_tile_side: int | None = None  # --max-tile-side: tiles of at most this side, halo included
-
-
-def available_memory() -> int | None:
-    """Bytes this process may still allocate: the least of the memory the system has
-    available, the cgroup's limit left (containers) and the address-space limit (ulimit -v);
-    ``None`` where none of them can be read."""
-    found: list[int] = []
-    try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    found.append(int(line.split()[1]) * 1024)
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
-            limit = fh.read().strip()
-        with open("/sys/fs/cgroup/memory.current", encoding="ascii") as fh:
-            current = int(fh.read().strip())
-        if limit != "max":
-            found.append(max(0, int(limit) - current))
-    except (OSError, ValueError):
-        pass
-    try:
-        import resource
-
-        soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            found.append(soft)
-    except (ImportError, OSError, ValueError):
-        pass
-    return min(found) if found else None
 
 
 def check_memory(source: Path, info: ImageInfo, need: int) -> None:
@@ -136,18 +111,29 @@ def file_dtype(spec: FilterSpec, stored: np.dtype, fmt: str) -> np.dtype:
 
 @dataclass(frozen=True)
 class StreamPlan:
-    """How a large TIFF streams into a TIFF (see :func:`stream_plan`).
+    """How a file streams (see :func:`stream_plan`): a large TIFF into a TIFF, or (batch) a PNG
+    into a PNG a band of rows at a time.
 
     Attributes:
         grid: the tiles it runs in.
         max_tile_side: the tile side to ask :func:`blurapp.pipeline.stream_pixels` for
             (``--max-tile-side``, or tiles of the usual size when only memory is short).
-        need: the bytes streaming holds at its worst moment (:func:`streaming_bytes`).
+        need: the bytes streaming holds at its worst moment (:func:`streaming_bytes`,
+            :func:`band_bytes`).
+        kind: ``"tiff"`` (:mod:`blurapp.io.tiffstream`) or ``"png"`` (:mod:`blurapp.io.bands`).
     """
 
     grid: TileGrid
     max_tile_side: int | None
     need: int
+    kind: str = "tiff"
+
+    @property
+    def look_back(self) -> int:
+        """Rows of one row of the grid's tiles, halo included: how far above the latest request
+        a band source must keep rows."""
+        top, bottom, _, _ = self.grid.halo
+        return min(self.grid.side, self.grid.height) + top + bottom
 
 
 def streaming_bytes(
@@ -174,10 +160,66 @@ def streaming_bytes(
     return 3 * tile + gpu + band + cache
 
 
-def stream_plan(
+def band_bytes(
+    grid: TileGrid, channels: int, dtype: np.dtype, spec: FilterSpec, out_dtype: np.dtype
+) -> int:
+    """Host bytes a PNG streamed a band at a time holds at its worst moment: the tiles in flight
+    and one tile's GPU resources (as :func:`streaming_bytes`), the source's rows (two rows of
+    tiles and a decoding step) and the writer's bands (one being filled, one queued, one being
+    encoded)."""
+    top, bottom, left, right = grid.halo
+    rows = min(grid.side, grid.height) + top + bottom
+    cols = min(grid.side, grid.width) + left + right
+    tile = pipeline.working_bytes(cols, rows, channels, dtype, spec, out_dtype)
+    gpu = rows * cols * 16 * 4
+    row_in = grid.width * max(channels, 1) * np.dtype(dtype).itemsize
+    row_out = grid.width * max(channels, 1) * np.dtype(out_dtype).itemsize
+    return 3 * tile + gpu + (2 * rows + 64) * row_in + 3 * min(grid.side, grid.height) * row_out
+
+
+def _band_plan(
     source: Path, info: ImageInfo, fmt: str, spec: FilterSpec, encode: EncodeSettings
 ) -> StreamPlan | None:
+    """A PNG into a PNG a band of rows at a time, or ``None`` (the whole-image path): for a
+    PNG that :func:`blurapp.io.bands.open_png_source` reads, unless the border wraps (the first
+    rows' halo would be the last rows) or the kernel is too large for band tiles."""
+    if info.format != "png" or fmt != "png" or spec.border.mode is BorderMode.WRAP:
+        return None
+    out_dtype = file_dtype(spec, info.dtype, fmt)
+    side = min(encode.max_tile_side or BAND_TILE_SIDE, BAND_TILE_SIDE)
+    side = max(side, 4 * max(spec.effective_kernel.shape))  # halos a small share of a tile
+    try:
+        grid = tile_grid(
+            (info.height, info.width), spec.effective_kernel, spec.strategy, max_tile_side=side
+        )
+    except UsageError:  # the whole-image path says what is wrong
+        return None
+    plan = StreamPlan(grid, side, 0, kind="png")
+    try:
+        src = open_png_source(source, look_back=plan.look_back)
+    except Exception:  # the whole-image reader says what is wrong with the file
+        return None
+    if src is None:
+        return None
+    with src:
+        need = band_bytes(grid, info.channels, src.dtype, spec, out_dtype)
+    return StreamPlan(grid, side, need, kind="png")
+
+
+def stream_plan(
+    source: Path,
+    info: ImageInfo,
+    fmt: str,
+    spec: FilterSpec,
+    encode: EncodeSettings,
+    *,
+    bands: bool = False,
+) -> StreamPlan | None:
     """Whether ``source`` streams into an output of ``fmt`` instead of being decoded whole.
+
+    With ``bands`` (batch), a PNG into a PNG streams a band of rows at a time in tiles of
+    :data:`BAND_TILE_SIDE` (:mod:`blurapp.io.bands`), so that a batch of photos holds a few
+    bands of rows instead of whole images (:func:`band_bytes`).
 
     A TIFF into a TIFF streams, read a region at a time and written a row of tiles at a time
     (:mod:`blurapp.io.tiffstream`), when tifffile reads it region by region and it runs in
@@ -185,6 +227,10 @@ def stream_plan(
     ``--max-tile-side``), or when decoding it whole would not fit in memory (then in tiles of
     the usual size). ``None``: the whole-image path.
     """
+    if bands:
+        band = _band_plan(source, info, fmt, spec, encode)
+        if band is not None:
+            return band
     if info.format != "tiff" or fmt != "tiff":
         return None
     out_dtype = file_dtype(spec, info.dtype, fmt)
@@ -242,6 +288,8 @@ def stream_file(
     Returns:
         The filter's result; its ``image`` is ``None`` (the pixels went to the file).
     """
+    if plan.kind == "png":
+        return _stream_png(source, output, spec, encode, plan, check=check, progress=progress)
     try:
         src = open_tiff_source(source)
     except Exception as err:
@@ -257,6 +305,41 @@ def stream_file(
             out_dtype,
             band_rows=min(plan.grid.side, plan.grid.height),
             metadata=src.metadata,
+            compress_level=encode.compress_level,
+            overwrite=encode.overwrite,
+        ) as sink,
+    ):
+        return pipeline.stream_pixels(
+            src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
+            progress=progress,
+        )  # fmt: skip
+
+
+def _stream_png(
+    source: Path,
+    output: Path,
+    spec: FilterSpec,
+    encode: EncodeSettings,
+    plan: StreamPlan,
+    *,
+    check: Callable[[], None] | None,
+    progress: Callable[[int, int], None] | None,
+) -> pipeline.FilterResult:
+    """:func:`stream_file` for a PNG into a PNG: rows decoded as the tiles reach them
+    (:class:`blurapp.io.bands.PngRowSource`), encoded a row of tiles at a time
+    (:func:`blurapp.io.bands.png_sink`)."""
+    src = open_png_source(source, look_back=plan.look_back)
+    if src is None:  # it was streamable a moment ago
+        raise ImageError(f"cannot read {source}: the file changed while being read")
+    out_dtype = file_dtype(spec, src.dtype, "png")
+    with (
+        src,
+        png_sink(
+            output,
+            src.shape,
+            out_dtype,
+            icc_profile=src.icc_profile,
+            exif=src.exif,
             compress_level=encode.compress_level,
             overwrite=encode.overwrite,
         ) as sink,
@@ -473,7 +556,7 @@ def run_pipeline(
                 record.width, record.height = info.width, info.height
                 check_pixel_limit(job.input, info, encode.max_pixels)
                 out_dtype = file_dtype(spec, info.dtype, job.format)
-                plan = stream_plan(job.input, info, job.format, spec, encode)
+                plan = stream_plan(job.input, info, job.format, spec, encode, bands=True)
                 if plan is not None:
                     reserved = plan.need
                 else:

@@ -15,6 +15,19 @@ def one_line(text: str) -> str:
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def readable(x: float) -> str:
+    """A number for a message, cut to a readable length: whole numbers as they are up to 15
+    digits, anything larger (or fractional) to 6 significant digits (``1e+300``, not 301 digits
+    of it)."""
+    if isinstance(x, int) and abs(x) < 10**15:
+        return str(x)
+    try:
+        return f"{float(x):.6g}"
+    except OverflowError:  # an int beyond float64: its sign and length
+        digits = len(str(abs(x)))
+        return f"about {'-' if x < 0 else ''}1e+{digits - 1}"
+
+
 class BlurappError(Exception):
     """A problem the user can act on. ``str(err)`` is the one line shown to them.
 
@@ -44,6 +57,17 @@ class StrategyError(UsageError):
 
 class ImageError(BlurappError):
     """An image that cannot be read, written or filtered (unreadable, truncated, too large)."""
+
+
+class ArrayError(UsageError, ImageError):
+    """An array the Python API cannot filter (its pixel type, its shape, or the memory its
+    filtered copy would need): a ``ValueError``, as numpy and scipy raise for such arrays, and
+    an :class:`ImageError` for callers that catch those."""
+
+
+class ArrayTypeError(ArrayError, TypeError):
+    """What the Python API was given is not an array it takes (a list of pixels, an object or
+    a string array): also a ``TypeError``."""
 
 
 class OutputError(BlurappError):

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from blurapp.core.errors import KernelSpecError
+from blurapp.core.errors import KernelSpecError, readable
 from blurapp.core.kernel_families import MAX_KERNEL_SIDE, format_number
 
 if TYPE_CHECKING:
@@ -221,7 +221,7 @@ def _size(what: str, value: float) -> int:
     if not value >= 0:
         raise _err(f"{what}: a kernel size must not be negative, got {value:g}")
     if value >= MAX_KERNEL_SIDE + 1:
-        raise _err(f"{what} needs {int(value)} taps per side, above the limit of "
+        raise _err(f"{what} needs {readable(value)} taps per side, above the limit of "
                    f"{MAX_KERNEL_SIDE} (MAX_KERNEL_SIDE)")  # fmt: skip
     return int(value)
 

@@ -61,6 +61,7 @@ import functools
 import json
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,11 +158,13 @@ class Kernel:
     # ----------------------------------------------------------------- construction
 
     @classmethod
-    def parse(cls, spec: str | Kernel) -> Kernel:
-        """Build a kernel from a spec string (see the module docstring); a Kernel passes through.
+    def parse(cls, spec: str | Kernel | np.ndarray | Sequence[Sequence[float]]) -> Kernel:
+        """Build a kernel from a spec string (see the module docstring); a Kernel passes through;
+        a 2-D array of weights (numpy, or nested lists) is :meth:`from_weights`.
 
         Arguments:
-            spec: e.g. ``"gaussian:sigma=2"``, ``"box:7x3"``, ``"@blur.json"``.
+            spec: e.g. ``"gaussian:sigma=2"``, ``"box:7x3"``, ``"@blur.json"``,
+                ``[[1, 2, 1], [2, 4, 2], [1, 2, 1]]``.
         Returns:
             The kernel, whose ``spec`` is the canonical form of ``spec``.
         Raises:
@@ -169,8 +172,14 @@ class Kernel:
         """
         if isinstance(spec, Kernel):
             return spec
+        if isinstance(spec, (np.ndarray, list, tuple)):
+            # The Python API's users pass weights as arrays as scipy.ndimage takes them.
+            return cls.from_weights(spec)
         if not isinstance(spec, str):
-            raise KernelSpecError(f"kernel spec must be a string, got {type(spec).__name__}")
+            raise KernelSpecError(
+                "a kernel is a spec string (e.g. 'gaussian:sigma=2'), a Kernel or a 2-D array "
+                f"of weights, not {type(spec).__name__}"
+            )
         text = spec.strip()
         if not text:
             raise KernelSpecError("empty kernel spec (e.g. gaussian:sigma=2)")
@@ -396,12 +405,23 @@ def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+def _too_large(shape: tuple[int, ...]) -> KernelSpecError:
+    rows, cols = shape
+    return KernelSpecError(
+        f"a {cols}x{rows} kernel is above the limit of {MAX_KERNEL_SIDE} taps per side "
+        "(MAX_KERNEL_SIDE)"
+    )
+
+
 def _checked_weights(weights: Any) -> np.ndarray:
     """A private read-only float64 C-contiguous copy, or KernelSpecError naming the problem."""
     try:
         a = np.asarray(weights)
         if a.dtype.kind == "c":
             raise KernelSpecError("kernel weights must be real numbers, got complex values")
+        if a.ndim == 2 and max(a.shape) > MAX_KERNEL_SIDE:
+            # Before the float64 copy: a broadcast view can be any size without memory.
+            raise _too_large(a.shape)
         w = np.array(a, dtype=np.float64, order="C", copy=True)
     except (TypeError, ValueError, OverflowError) as e:
         if isinstance(e, KernelSpecError):
@@ -413,10 +433,7 @@ def _checked_weights(weights: Any) -> np.ndarray:
     if rows == 0 or cols == 0:
         raise KernelSpecError(f"kernel weights are empty (shape {w.shape})")
     if rows > MAX_KERNEL_SIDE or cols > MAX_KERNEL_SIDE:
-        raise KernelSpecError(
-            f"a {cols}x{rows} kernel is above the limit of {MAX_KERNEL_SIDE} taps per side "
-            "(MAX_KERNEL_SIDE)"
-        )
+        raise _too_large(w.shape)
     bad = ~np.isfinite(w)
     if bad.any():
         r, c = (int(i) for i in np.argwhere(bad)[0])

@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from blurapp.core.errors import KernelSpecError
+from blurapp.core.errors import KernelSpecError, readable
 
 #: Largest number of taps per side any spec may ask for (see blurapp.core.kernel's docstring).
 MAX_KERNEL_SIDE = 513
@@ -171,7 +171,7 @@ def _check_sides(what: str, width: int, height: int) -> None:
     """Refuse, before any allocation, a kernel wider or taller than MAX_KERNEL_SIDE."""
     if width > MAX_KERNEL_SIDE or height > MAX_KERNEL_SIDE:
         raise _err(
-            f"{what} needs a {width}x{height} kernel, above the limit of "
+            f"{what} needs a {readable(width)}x{readable(height)} kernel, above the limit of "
             f"{MAX_KERNEL_SIDE} taps per side (MAX_KERNEL_SIDE)"
         )
 

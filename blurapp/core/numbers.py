@@ -209,7 +209,10 @@ def from_float(
             raise ValueError(f"cannot squeeze the channel axis of shape {x.shape}: C is not 1")
         x = x[:, :, 0]
     if dt.kind == "f":
-        return x.astype(dt, copy=True)
+        # A float64 result beyond float32 is ±inf in a float32 output, as on the GPU (DESIGN.md
+        # "Numbers": float output is not clamped); numpy's overflow warning says nothing more.
+        with np.errstate(over="ignore"):
+            return x.astype(dt, copy=True)
     top = float(np.iinfo(dt).max)
     y = _apply_range(x, range_mode, bounds)
     y *= top

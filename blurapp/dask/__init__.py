@@ -37,7 +37,7 @@ except ImportError as err:  # the optional extra
     ) from err
 
 from blurapp.core.borders import Border, BorderMode
-from blurapp.core.errors import ImageError, UsageError
+from blurapp.core.errors import ArrayError, ArrayTypeError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.numbers import MAX_CHANNELS, SUPPORTED_DTYPES, finite_bounds, from_float
@@ -133,19 +133,38 @@ def _normalize_block(
     return from_float(y, block.dtype, range_mode="normalize", squeeze=False, bounds=bounds)
 
 
+def _check_dtype(dtype: Any) -> None:
+    if dtype is None or np.dtype(dtype) not in SUPPORTED_DTYPES:
+        names = ", ".join(d.name for d in SUPPORTED_DTYPES)
+        shown = "unknown" if dtype is None else np.dtype(dtype).name
+        raise ArrayTypeError(f"unsupported pixel type {shown}; supported: {names}")
+
+
+def _as_dask(image: Any) -> da.Array:
+    """``image`` as a dask array, its pixel type checked first: dask itself cannot even chunk
+    an object array (NotImplementedError), nor should a list of pixels be guessed at."""
+    if isinstance(image, da.Array):
+        return image
+    dtype = getattr(image, "dtype", None)
+    if dtype is None or not hasattr(image, "shape"):
+        raise ArrayTypeError(
+            f"image must be a dask or numpy array (H×W or H×W×C), not {type(image).__name__}"
+        )
+    _check_dtype(dtype)
+    return da.asarray(image)
+
+
 def _check(image: da.Array) -> da.Array:
     shape = image.shape
     if image.ndim not in (2, 3):
-        raise ImageError(f"image must be H×W or H×W×C, got {image.ndim} dimension(s) {shape}")
+        raise ArrayError(f"image must be H×W or H×W×C, got {image.ndim} dimension(s) {shape}")
     if any(np.isnan(s) for s in shape):
-        raise ImageError("the image's shape must be known (compute_chunk_sizes() first)")
+        raise ArrayError("the image's shape must be known (compute_chunk_sizes() first)")
     if shape[0] == 0 or shape[1] == 0:
-        raise ImageError(f"image is empty (shape {shape})")
+        raise ArrayError(f"image is empty (shape {shape})")
     if image.ndim == 3 and not 1 <= shape[2] <= MAX_CHANNELS:
-        raise ImageError(f"image has {shape[2]} channels; 1 to {MAX_CHANNELS} are supported")
-    if image.dtype not in SUPPORTED_DTYPES:
-        names = ", ".join(d.name for d in SUPPORTED_DTYPES)
-        raise ImageError(f"unsupported pixel type {image.dtype.name}; supported: {names}")
+        raise ArrayError(f"image has {shape[2]} channels; 1 to {MAX_CHANNELS} are supported")
+    _check_dtype(image.dtype)
     if image.ndim == 3 and len(image.chunks[2]) > 1:
         # A pixel's channels are filtered together (alpha, linear light): one chunk across them.
         image = image.rechunk({2: -1})
@@ -171,8 +190,10 @@ def correlate(
         image: H×W or H×W×C (C ≤ 4) dask array of uint8, uint16, float32 or float64, chunked
             along rows and columns as you like (e.g. ``da.from_zarr``, or
             ``da.from_array(tifffile.imread(path, aszarr=True))`` for a TIFF larger than
-            memory); chunks along the channel axis are joined into one. Anything else is
-            wrapped with ``da.asarray``.
+            memory); chunks along the channel axis are joined into one. Another array (numpy,
+            zarr) is wrapped with ``da.asarray``; what is not an array of a supported pixel
+            type is an ``ArrayTypeError``, a bad shape an ``ArrayError`` (blurapp errors that
+            are a ``TypeError`` and a ``ValueError``).
         kernel: a :class:`Kernel`, a spec string, or a whole :class:`FilterSpec` (then the
             other filter options must stay at their defaults).
         border, strategy, options: the filter's settings, as for
@@ -199,9 +220,7 @@ def correlate(
     elif (border, strategy) != ("clamp", "auto"):
         raise UsageError("pass either a FilterSpec or filter options, not both")
     spec = FilterSpec.of(kernel, **options)
-    if not isinstance(image, da.Array):
-        image = da.asarray(image)
-    image = _check(image)
+    image = _check(_as_dask(image))
     out_dtype = spec.output_dtype(image.dtype)
     height, width = image.shape[:2]
     rows_k, cols_k = spec.effective_kernel.shape

@@ -23,7 +23,10 @@ def to_display_uint8(image: np.ndarray) -> np.ndarray:
     elif image.dtype == np.uint16:
         out = (image.astype(np.uint32) + 128) // 257
     else:
-        out = np.clip(np.nan_to_num(image.astype(np.float64)) * 255.0 + 0.5, 0, 255)
+        # ±inf shown as white and black, NaN as black: nan_to_num's defaults (the float64
+        # extremes) would overflow times 255 with a RuntimeWarning (an .npy holding ±inf).
+        x = np.nan_to_num(image.astype(np.float64), nan=0.0, posinf=1.0, neginf=0.0)
+        out = np.clip(x * 255.0 + 0.5, 0, 255)
     return np.ascontiguousarray(out, dtype=np.uint8)
 
 
