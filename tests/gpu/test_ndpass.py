@@ -1,0 +1,388 @@
+"""The n-D GPU passes (blurapp.gpu.ndpass): f32 and double-float against the float64 reference
+and scipy.ndimage on every border mode, origin, awkward shapes and ndim 1-4; NaN/Inf; the df64
+start-up check and its fallback; slabs beyond the binding limit; caching."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+from blurapp.core import ndreference
+from blurapp.core.borders import Border, BorderMode
+from blurapp.core.errors import ImageError, UsageError
+from blurapp.gpu import ndpass
+from blurapp.gpu.ndpass import Line, NdPasses, correlate1d_chain, correlate_nd
+
+pytestmark = pytest.mark.gpu
+
+# Our modes and scipy's names for them (scipy's filters treat "wrap" as "grid-wrap").
+MODES = {
+    "clamp": (Border(BorderMode.CLAMP), "nearest"),
+    "constant": (Border(BorderMode.CONSTANT, 0.75), "constant"),
+    "reflect": (Border(BorderMode.REFLECT), "reflect"),
+    "mirror": (Border(BorderMode.MIRROR), "mirror"),
+    "wrap": (Border(BorderMode.WRAP), "grid-wrap"),
+}
+CVAL = 0.75
+
+# Awkward shapes per ndim: a 1-long axis, odd sizes, axes shorter than the kernels below.
+SHAPES = {
+    1: [(1,), (2,), (7,), (33,)],
+    2: [(1, 1), (1, 5), (6, 1), (5, 9)],
+    3: [(1, 3, 2), (4, 1, 5), (3, 5, 7)],
+    4: [(1, 2, 1, 3), (2, 3, 4, 5)],
+}
+KERNEL_SIZES = (1, 2, 4, 7, 12)  # 12 is longer than every axis above but the 33
+
+
+def _origins(size: int) -> list[int]:
+    """The smallest, zero and the largest origin scipy allows for ``size`` weights."""
+    return sorted({-(size // 2), 0, (size - 1) // 2})
+
+
+def _rel_err(got: np.ndarray, want: np.ndarray, scale: float) -> float:
+    return float(np.max(np.abs(got.astype(np.float64) - want))) / max(scale, 1e-300)
+
+
+@pytest.fixture(scope="module")
+def engine(gpu) -> NdPasses:
+    return NdPasses(gpu)
+
+
+@pytest.fixture(scope="module")
+def df64_ok(gpu) -> bool:
+    ok, message = ndpass.df64_status()
+    assert ok, message  # lavapipe passes; a failing adapter is tested below with a forced one
+    return ok
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_line_f32_every_axis_origin_and_shape(engine, ndim: int, mode: str) -> None:
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(ndim * 10 + len(mode))
+    checked = 0
+    for shape in SHAPES[ndim]:
+        x = rng.normal(size=shape).astype(np.float32)
+        for axis, size in itertools.product(range(ndim), KERNEL_SIZES):
+            w = rng.normal(size=size)
+            for origin in _origins(size):
+                line = Line(axis, w, border, origin, cval=CVAL)
+                got = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
+                assert got.dtype == np.float32 and got.shape == x.shape
+                want = ndreference.correlate1d(x, line)
+                scipy_want = ndi.correlate1d(
+                    x.astype(np.float64), w, axis=axis, mode=scipy_mode, cval=CVAL, origin=origin
+                )
+                np.testing.assert_allclose(want, scipy_want, rtol=0, atol=1e-12)
+                scale = float(np.abs(w).sum()) * max(float(np.abs(x).max()), CVAL)
+                # f32 accumulation of `size` taps: a few ulps per tap.
+                assert _rel_err(got, want, scale) < 4 * size * 2.0**-24, (shape, axis, origin)
+                checked += 1
+    assert checked == sum(map(len, map(_origins, KERNEL_SIZES))) * len(SHAPES[ndim]) * ndim
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_line_df64_within_1e12_of_scipy(engine, df64_ok, ndim: int, mode: str) -> None:
+    """float64 on the GPU: 1e8 offsets and derivative weights within 1e-12 * sum|w| * max|x|."""
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(100 + ndim * 10 + len(mode))
+    cval = 1e8 + 0.25
+    worst = 0.0
+    for shape in SHAPES[ndim]:
+        x = 1e8 + rng.normal(size=shape)
+        for axis, size in itertools.product(range(ndim), KERNEL_SIZES):
+            # A derivative (antisymmetric, sums to 0: the 1e8 cancels) or random weights.
+            w = np.linspace(-1.0, 1.0, size) if size % 2 else rng.normal(size=size)
+            for origin in _origins(size):
+                line = Line(axis, w, border, origin, cval=cval)
+                got = correlate1d_chain(x, [line], precision="df64", passes_engine=engine)
+                assert got.dtype == np.float64 and got.shape == x.shape
+                want = ndi.correlate1d(x, w, axis=axis, mode=scipy_mode, cval=cval, origin=origin)
+                scale = float(np.abs(w).sum()) * max(float(np.abs(x).max()), cval)
+                err = _rel_err(got, want, scale)
+                assert err < 1e-12, (shape, axis, size, origin, err)
+                ref_err = _rel_err(got, ndreference.correlate1d(x, line), scale)
+                assert ref_err < 1e-12
+                worst = max(worst, err)
+    assert worst > 0.0 or ndim == 1  # it did compute in df64, not copy float64 through
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_chain_of_three_passes_runs_without_readback(engine, df64_ok, precision: str) -> None:
+    """A 3-D separable Gaussian (one pass per axis, mixed borders) equals scipy's passes."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(9, 10, 11)) + (1e6 if precision == "df64" else 0.0)
+    if precision == "f32":
+        x = x.astype(np.float32)
+    g = np.exp(-0.5 * (np.arange(-4, 5) / 1.5) ** 2)
+    g /= g.sum()
+    lines = [
+        Line(0, g, Border(BorderMode.REFLECT)),
+        Line(1, g, Border(BorderMode.MIRROR), origin=1),
+        Line(2, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.CONSTANT), cval=-3.0),
+    ]
+    want = x.astype(np.float64)
+    for ln, m in zip(lines, ["reflect", "mirror", "constant"], strict=True):
+        want = ndi.correlate1d(want, ln.weights, ln.axis, mode=m, cval=-3.0, origin=ln.origin)
+    got = correlate1d_chain(x, lines, precision=precision, passes_engine=engine)
+    scale = 2.0 * float(np.abs(x).max())
+    bound = 1e-12 if precision == "df64" else 3e-6
+    assert _rel_err(got, want, scale) < bound
+    np.testing.assert_allclose(
+        ndreference.correlate1d_chain(x, lines), want, rtol=0, atol=1e-9 * scale
+    )
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_correlate_nd_f32_and_df64(engine, df64_ok, ndim: int, mode: str) -> None:
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(200 + ndim * 10 + len(mode))
+    wshapes = {1: [(1,), (4,), (9,)], 2: [(3, 2), (1, 7), (8, 8)], 3: [(3, 1, 4), (2, 3, 6)],
+               4: [(2, 3, 1, 3), (3, 2, 3, 4)]}[ndim]  # fmt: skip
+    for shape, wshape in itertools.product(SHAPES[ndim], wshapes):
+        w = rng.normal(size=wshape)
+        w[rng.random(wshape) < 0.3] = 0.0  # zero taps are skipped
+        origins = [int(rng.integers(-(s // 2), (s - 1) // 2 + 1)) for s in wshape]
+        x = 1e8 + rng.normal(size=shape)
+        want = ndi.correlate(x, w, mode=scipy_mode, cval=CVAL, origin=origins)
+        np.testing.assert_allclose(
+            ndreference.correlate_nd(x, w, border, origins, cval=CVAL), want, rtol=0,
+            atol=1e-12 * 1e8 * max(float(np.abs(w).sum()), 1e-300),
+        )  # fmt: skip
+        scale = max(float(np.abs(w).sum()), 1e-300) * 1e8
+        got = correlate_nd(x, w, border, origins, precision="df64", cval=CVAL, passes_engine=engine)
+        assert got.dtype == np.float64
+        assert _rel_err(got, want, scale) < 1e-12, (shape, wshape, origins)
+        xs = rng.normal(size=shape).astype(np.float32)
+        want32 = ndi.correlate(xs.astype(np.float64), w, mode=scipy_mode, cval=CVAL, origin=origins)
+        got32 = correlate_nd(
+            xs, w, border, origins, precision="f32", cval=CVAL, passes_engine=engine
+        )
+        assert got32.dtype == np.float32
+        scale32 = max(float(np.abs(w).sum()), 1e-300) * max(float(np.abs(xs).max()), CVAL)
+        assert _rel_err(got32, want32, scale32) < 4 * w.size * 2.0**-24, (shape, wshape)
+
+
+def test_correlate_nd_mixed_borders_per_axis(engine, df64_ok) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(6, 5, 4))
+    w = rng.normal(size=(3, 4, 5))
+    borders = [Border(BorderMode.WRAP), Border(BorderMode.CONSTANT, 2.0), Border(BorderMode.MIRROR)]
+    want = ndreference.correlate_nd(x, w, borders, [1, -1, 0])
+    got = correlate_nd(x, w, borders, [1, -1, 0], precision="df64", passes_engine=engine)
+    assert _rel_err(got, want, float(np.abs(w).sum()) * 2.0) < 1e-12
+    # Each axis's border alone equals scipy's with that mode (the others' windows inside).
+    interior = (slice(1, -1), slice(None), slice(None))
+    for a, (b, m) in enumerate([(borders[0], "grid-wrap"), (borders[2], "mirror")]):
+        axis = 0 if a == 0 else 2
+        w1 = np.zeros((3, 1, 1))
+        w1[:, 0, 0] = [1.0, 2.0, -1.0]
+        w1 = np.moveaxis(w1, 0, axis)
+        got1 = correlate_nd(x, w1, b, 0, precision="df64", passes_engine=engine)
+        np.testing.assert_allclose(got1, ndi.correlate(x, w1, mode=m), rtol=0, atol=1e-13)
+    assert np.all(np.isfinite(got[interior]))
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_nan_and_inf_propagate_as_scipy(engine, df64_ok, precision: str) -> None:
+    dtype = np.float32 if precision == "f32" else np.float64
+    x = np.arange(24, dtype=np.float64).reshape(4, 6)
+    x[1, 2] = np.nan
+    x[2, 4] = np.inf
+    x[3, 4] = -np.inf
+    x[0, 0] = np.inf
+    x = x.astype(dtype)
+    xf = x.astype(np.float64)
+    for w in ([0.0, 1.0, 0.0], [1.0, 0.0, 2.0], [-1.0, 0.0, 1.0], [0.5, 0.5]):
+        w = np.array(w)
+        for axis in (0, 1):
+            for border, m in [MODES["reflect"], MODES["clamp"]]:
+                line = Line(axis, w, border)
+                got = correlate1d_chain(x, [line], precision=precision, passes_engine=engine)
+                want = ndi.correlate1d(xf, w, axis=axis, mode=m)
+                _same_nonfinite(got, want)
+    # correlate: a NaN or Inf under a zero weight does not spread (scipy's footprint).
+    w2 = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 1.0], [0.0, 1e-17, 0.0]])
+    got = correlate_nd(x, w2, Border(BorderMode.MIRROR), precision=precision, passes_engine=engine)
+    _same_nonfinite(got, ndi.correlate(xf, w2, mode="mirror"))
+    # NaN and infinite constants outside the array.
+    for cval in (np.nan, np.inf, -np.inf):
+        line = Line(1, np.array([1.0, 2.0, 3.0]), Border(BorderMode.CONSTANT), cval=cval)
+        got = correlate1d_chain(x, [line], precision=precision, passes_engine=engine)
+        _same_nonfinite(got, ndi.correlate1d(xf, line.weights, 1, mode="constant", cval=cval))
+        got = correlate_nd(
+            x, np.ones((2, 3)), Border(BorderMode.CONSTANT), precision=precision, cval=cval,
+            passes_engine=engine,
+        )  # fmt: skip
+        _same_nonfinite(got, ndi.correlate(xf, np.ones((2, 3)), mode="constant", cval=cval))
+
+
+def _same_nonfinite(got: np.ndarray, want: np.ndarray) -> None:
+    """NaN where scipy has NaN, the same infinities, the finite values close."""
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+    np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-4)
+
+
+def test_df64_beyond_float32_range(engine, df64_ok) -> None:
+    """Powers-of-two scaling: 1e300 and 1e-300 data keep float64's relative accuracy."""
+    rng = np.random.default_rng(9)
+    for magnitude in (1e300, 1e-300, 1e-30):
+        x = magnitude * (1.0 + rng.random((5, 8)))
+        w = rng.normal(size=5)
+        line = Line(1, w, Border(BorderMode.CONSTANT), cval=magnitude)
+        got = correlate1d_chain(x, [line], precision="df64", passes_engine=engine)
+        want = ndi.correlate1d(x, w, 1, mode="constant", cval=magnitude)
+        assert _rel_err(got, want, float(np.abs(w).sum()) * float(np.abs(x).max())) < 1e-12
+
+
+def test_df64_status_checks_the_adapter(gpu) -> None:
+    ok, message = ndpass.df64_status()
+    assert ok
+    assert gpu.info["summary"] in message and "exact" in message
+
+
+def test_forced_df64_failure_falls_back_once_with_a_warning(gpu, monkeypatch) -> None:
+    """Where the check fails, float64 runs the float64 reference and says so once."""
+    monkeypatch.setattr(ndpass, "_run_check", lambda passes, two_prod: ("forced failure", False))
+    monkeypatch.setattr(ndpass, "_warned", False)
+    try:
+        ok, message = ndpass.df64_status(refresh=True)
+        assert not ok and "forced failure" in message and gpu.info["summary"] in message
+        x = 1e8 + np.random.default_rng(1).normal(size=(4, 9))
+        line = Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.REFLECT))
+        with pytest.warns(RuntimeWarning, match="float64 numpy reference") as caught:
+            got = correlate1d_chain(x, [line], precision="df64")
+        assert len(caught) == 1 and gpu.info["summary"] in str(caught[0].message)
+        np.testing.assert_array_equal(got, ndreference.correlate1d(x, line))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once: the second call is quiet
+            got = correlate_nd(x, np.ones((2, 2)), Border(BorderMode.WRAP), precision="df64")
+        np.testing.assert_array_equal(
+            got, ndreference.correlate_nd(x, np.ones((2, 2)), Border(BorderMode.WRAP))
+        )
+        # f32 is not affected.
+        out32 = correlate1d_chain(x.astype(np.float32), [line], precision="f32")
+        assert out32.dtype == np.float32
+    finally:
+        monkeypatch.undo()
+        assert ndpass.df64_status(refresh=True)[0]
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_slabs_beyond_the_binding_limit(gpu, df64_ok, precision: str) -> None:
+    """A forced small binding: chains pass by pass over slabs, long lines with halos,
+    correlate_nd along axis 0 with its halo; all equal to the unslabbed result."""
+    small = NdPasses(gpu, max_binding=4096)  # 1024 f32 or 512 df64 elements
+    whole = NdPasses(gpu)
+    rng = np.random.default_rng(11)
+    dtype = np.float32 if precision == "f32" else np.float64
+    bound = 1e-12 if precision == "df64" else 2e-5
+    x = (rng.normal(size=(6, 40, 30)) + 100.0).astype(dtype)  # 7200 elements
+    lines = [
+        Line(0, rng.normal(size=5), Border(BorderMode.REFLECT), 1),
+        Line(1, rng.normal(size=9), Border(BorderMode.CONSTANT), cval=np.nan),
+        Line(2, rng.normal(size=4), Border(BorderMode.WRAP), -1),
+    ]
+    want = ndreference.correlate1d_chain(x, lines)
+    got = correlate1d_chain(x, lines, precision=precision, passes_engine=small)
+    got_whole = correlate1d_chain(x, lines, precision=precision, passes_engine=whole)
+    scale = float(np.nanmax(np.abs(want)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert _rel_err(np.nan_to_num(got), np.nan_to_num(want), scale) < bound
+    assert _rel_err(np.nan_to_num(got_whole), np.nan_to_num(want), scale) < bound
+    # An axis of (6, 2000): lines longer than a slab, cut with halos (kernel longer than 6).
+    y = (rng.normal(size=(3, 2000))).astype(dtype)
+    for border in (Border(BorderMode.MIRROR), Border(BorderMode.CONSTANT, 0.5)):
+        line = Line(1, rng.normal(size=31), border, 3)
+        got = correlate1d_chain(y, [line], precision=precision, passes_engine=small)
+        want = ndreference.correlate1d(y, line)
+        assert _rel_err(got, want, float(np.abs(want).max())) < bound
+    line0 = Line(0, rng.normal(size=7), Border(BorderMode.REFLECT), -2)  # pass along a short axis
+    got = correlate1d_chain(y, [line0], precision=precision, passes_engine=small)
+    assert _rel_err(got, ndreference.correlate1d(y, line0), 10.0) < bound
+    # correlate_nd in slabs along axis 0.
+    z = (rng.normal(size=(30, 7, 5)) + 100.0).astype(dtype)  # 35 elements a row
+    w = rng.normal(size=(5, 3, 4))
+    for border in (Border(BorderMode.WRAP), Border(BorderMode.CONSTANT, -1.0)):
+        want = ndreference.correlate_nd(z, w, border, [2, 0, -1])
+        got = correlate_nd(z, w, border, [2, 0, -1], precision=precision, passes_engine=small)
+        assert _rel_err(got, want, float(np.abs(want).max())) < bound * 10
+
+
+def test_slab_that_cannot_fit_is_refused_in_one_line(gpu) -> None:
+    tiny = NdPasses(gpu, max_binding=256)  # 64 f32 elements
+    x = np.ones((3, 100), np.float32)
+    with pytest.raises(ImageError, match="cannot run in slabs") as err:
+        correlate_nd(x, np.ones((3, 3)), Border(BorderMode.REFLECT), precision="f32",
+                     passes_engine=tiny)  # fmt: skip
+    assert "\n" not in str(err.value)
+    with pytest.raises(ImageError, match="kernel is longer than a slab"):
+        correlate1d_chain(
+            np.ones(1000, np.float32), [Line(0, np.ones(80), Border(BorderMode.REFLECT))],
+            precision="f32", passes_engine=tiny,
+        )  # fmt: skip
+
+
+def test_repeated_calls_build_nothing_new(gpu) -> None:
+    passes = NdPasses(gpu)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(64, 64)).astype(np.float32)
+    lines = [Line(0, rng.normal(size=9), Border(BorderMode.REFLECT)),
+             Line(1, rng.normal(size=9), Border(BorderMode.REFLECT))]  # fmt: skip
+    first = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    made = dict(passes.stats)
+    other = [Line(0, rng.normal(size=5), Border(BorderMode.REFLECT), 1), lines[1]]
+    second = correlate1d_chain(x + 1, other, precision="f32", passes_engine=passes)
+    assert dict(passes.stats) == made  # new weights, same pipelines, buffers, bind groups
+    np.testing.assert_allclose(
+        second, ndreference.correlate1d_chain(x + 1, other), rtol=0, atol=1e-4
+    )
+    assert not np.array_equal(first, second)
+
+
+def test_buffer_cache_is_bounded(gpu) -> None:
+    passes = NdPasses(gpu)
+    line = Line(0, np.ones(3), Border(BorderMode.CLAMP))
+    for n in range(1, ndpass.KEPT_ARRAYS + 4):
+        correlate1d_chain(np.ones(n * 8, np.float32), [line], precision="f32", passes_engine=passes)
+    assert len(passes._arrays) == ndpass.KEPT_ARRAYS
+    assert passes.stats["arrays_evicted"] == 3
+
+
+def test_bad_arguments(gpu) -> None:
+    x = np.ones((3, 4), np.float32)
+    line = Line(0, np.ones(3), Border(BorderMode.CLAMP))
+    with pytest.raises(UsageError, match="unknown precision 'f16'"):
+        correlate1d_chain(x, [line], precision="f16")
+    with pytest.raises(np.exceptions.AxisError):
+        correlate1d_chain(x, [Line(2, np.ones(3), Border(BorderMode.CLAMP))], precision="f32")
+    with pytest.raises(ValueError, match="invalid origin 2"):
+        Line(0, np.ones(3), Border(BorderMode.CLAMP), origin=2)
+    with pytest.raises(ValueError, match="must be 1-D"):
+        Line(0, np.ones((3, 3)), Border(BorderMode.CLAMP))
+    with pytest.raises(ValueError, match="invalid origin"):
+        correlate_nd(x, np.ones((3, 3)), Border(BorderMode.CLAMP), [0, -2], precision="f32")
+    with pytest.raises(ValueError, match="weights have 1 dimensions"):
+        correlate_nd(x, np.ones(3), Border(BorderMode.CLAMP), precision="f32")
+    with pytest.raises(ImageError, match="real numbers"):
+        correlate1d_chain(x.astype(np.complex64), [line], precision="f32")
+
+
+def test_empty_and_zero_d_arrays(gpu, df64_ok) -> None:
+    line = Line(0, np.array([1.0, 2.0, 3.0]), Border(BorderMode.REFLECT))
+    empty = np.zeros((0, 4), np.float32)
+    assert correlate1d_chain(empty, [line], precision="f32").shape == (0, 4)
+    scalar = np.array(2.5)
+    got = correlate1d_chain(scalar, [line], precision="df64")
+    assert got.shape == () and math.isclose(float(got), 15.0)
