@@ -7,6 +7,7 @@ from typing import Protocol
 import numpy as np
 
 from blurapp.core.borders import Border, BorderMode
+from blurapp.core.checks import check_now
 from blurapp.core.errors import StrategyError, UsageError
 from blurapp.core.kernel import Kernel
 from blurapp.core.nonfinite import factors_keep_zeros, flush_tiny
@@ -17,6 +18,10 @@ __all__ = ["correlate", "correlate_float"]
 # Rows of output accumulated at a time: keeps the accumulator and the tap product in cache
 # instead of streaming the whole image through memory once per tap (about 3x faster here).
 _BLOCK_BYTES = 1 << 19
+
+# Taps between two calls of the thread's installed check (core/checks): a block of taps is a
+# few milliseconds, so a large kernel's run stops soon after a cancel.
+_TAPS_PER_CHECK = 64
 
 # Largest |outer(column, row) - weights| / max|weights| for which the two 1-D passes stand in
 # for the 2-D sum in the oracle.
@@ -93,7 +98,9 @@ def _accumulate_blocks(
         t = tmp[: r1 - r0]
         u, v, w = taps[0]
         np.multiply(padded[r0 + u : r1 + u, v : v + cols], w, out=acc)
-        for u, v, w in taps[1:]:
+        for i, (u, v, w) in enumerate(taps[1:], 1):
+            if i % _TAPS_PER_CHECK == 0:
+                check_now()  # a caller's cancel (the window's next setting) within a few ms
             np.multiply(padded[r0 + u : r1 + u, v : v + cols], w, out=t)
             acc += t
 

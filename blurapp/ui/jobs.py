@@ -2,24 +2,25 @@
 the border-modes comparison. Plain functions of numpy data; the only Qt they touch is QImage,
 which may be built off the GUI thread.
 
-The live filter works viewport first (docs/PERFORMANCE.md, "Start-up and the live preview"):
+The live filter is two jobs (docs/PERFORMANCE.md, "Start-up and the live preview"), scheduled
+by :mod:`blurapp.live` and sized by its measured rates:
 
-1. when the view shows the image reduced (one screen pixel for ``f`` × ``f`` image pixels,
-   ``f`` ≥ 2), a *preview* of what is visible: the visible region of an area-downscaled copy,
-   filtered with the kernel resampled to that scale (:func:`reduced_kernel`). It is an
-   approximation, and the window says so ("preview at 25 %…");
-2. at 100 % zoom and above, the visible region at full resolution: exact pixels;
-3. the whole image at full resolution, in tiles sized to take about :data:`TILE_BUDGET_MS`
-   each, so that a superseded job stops between two tiles; this is what Save writes.
+1. :func:`first_picture`, on a lane of its own: what is visible, at the view's reduction or
+   more (one picture pixel for ``f`` × ``f`` image pixels: the visible region of an
+   area-downscaled copy filtered with the kernel resampled to that scale,
+   :func:`reduced_kernel`, an approximation the window says: "preview at 25 %…"), so that it
+   is computed within the first-picture budget; exact pixels where ``f`` is 1;
+2. :func:`run_full`, on the GPU's lane once the first picture is done: the whole image at
+   full resolution, in tiles of about :data:`TILE_BUDGET_MS` that a newer request stops
+   between (and inside, between bands); this is what Save writes.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -33,6 +34,8 @@ from blurapp.core.kernel import Kernel
 from blurapp.core.strategies import compared_names, get_info
 from blurapp.core.tiling import TileGrid, gather
 from blurapp.core.timing import Timing
+from blurapp.live import plan as live_plan
+from blurapp.live.scaling import downscale, reduced_kernel
 from blurapp.ui.convert import heat_rgb, to_qimage
 
 Check = Callable[[], None]
@@ -41,10 +44,6 @@ Window = tuple[int, int, int, int]  # y0, y1, x0, x1 in image pixels
 COMPARED_STRATEGIES = compared_names()
 CORNERS = ("top-left", "top-right", "bottom-left", "bottom-right")
 
-#: What one tile of the live filter should take: a superseded job stops within about this.
-TILE_BUDGET_MS = 80.0
-#: A run estimated below this goes whole (keeping the GPU's cached upload of the image).
-WHOLE_BUDGET_MS = 150.0
 #: The default region of the strategies comparison: the visible region, at most this many
 #: pixels per side around its centre (the whole image on request).
 COMPARE_SIDE = 1024
@@ -52,125 +51,10 @@ COMPARE_SIDE = 1024
 
 # ---------------------------------------------------------------------------------- costs
 
-
-def cost_units(strategy: str, kernel: Kernel) -> float:
-    """The planner's time per output pixel of ``strategy`` for ``kernel``, in direct taps
-    (:func:`blurapp.core.planner.cost`); ``auto`` is what the planner would run."""
-    from blurapp.core import planner
-
-    try:
-        found = planner.cost(strategy, kernel, engine.gpu_limits())
-    except BlurappError:
-        found = math.inf
-    rows, cols = kernel.shape
-    return found if math.isfinite(found) else planner.DIRECT_FIXED + rows * cols
-
-
-class Rates:
-    """Nanoseconds per output pixel and cost unit, learned from warm runs (per strategy kind).
-
-    It starts from lavapipe on a 2-core CPU (about 6 ns per direct tap and pixel; the float64
-    reference about 3 ns) and follows what this machine measures, so a real GPU soon gets
-    whole-image runs and lavapipe small tiles.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._ns = {"gpu": 6.0, "cpu": 3.0}
-
-    @staticmethod
-    def kind(strategy: str) -> str:
-        return "cpu" if get_info(strategy).runs_on == "cpu" else "gpu"
-
-    def ns(self, strategy: str) -> float:
-        with self._lock:
-            return self._ns[self.kind(strategy)]
-
-    def learn(self, strategy: str, kernel: Kernel, pixels: int, ms: float) -> None:
-        if pixels < 4096 or ms <= 0:
-            return  # too small to say anything beyond the fixed costs
-        measured = ms * 1e6 / (pixels * cost_units(strategy, kernel))
-        with self._lock:
-            kind = self.kind(strategy)
-            self._ns[kind] = 0.5 * self._ns[kind] + 0.5 * min(max(measured, 0.01), 1000.0)
-
-    def estimate_ms(self, strategy: str, kernel: Kernel, pixels: int) -> float:
-        return pixels * cost_units(strategy, kernel) * self.ns(strategy) / 1e6
-
-    def tile_side(self, shape: tuple[int, ...], spec: FilterSpec) -> int | None:
-        """``max_tile_side`` for :func:`blurapp.pipeline.filter_pixels` so that one tile takes
-        about :data:`TILE_BUDGET_MS`; ``None`` when the whole image is that quick anyway."""
-        return self.tile_side_for(shape, spec.strategy, spec.effective_kernel)
-
-    def tile_side_for(self, shape: tuple[int, ...], strategy: str, kernel: Kernel) -> int | None:
-        pixels = int(shape[0]) * int(shape[1])
-        if self.estimate_ms(strategy, kernel, pixels) <= WHOLE_BUDGET_MS:
-            return None
-        per_pixel_ms = self.estimate_ms(strategy, kernel, 1)
-        outputs = max(48, math.isqrt(int(TILE_BUDGET_MS / max(per_pixel_ms, 1e-12))))
-        rows, cols = kernel.shape
-        return outputs + max(rows, cols) - 1
-
-
-RATES = Rates()
-
-
-# ---------------------------------------------------------------------------------- scaling
-
-
-def downscale(pixels: np.ndarray, factor: int) -> np.ndarray:
-    """The mean of each ``factor`` × ``factor`` block (partial blocks at the right and bottom
-    edges average what they hold), in ``pixels``' dtype (integers rounded)."""
-    if factor <= 1:
-        return pixels
-    h, w = pixels.shape[:2]
-    hh, ww = -(-h // factor), -(-w // factor)
-    pad = ((0, hh * factor - h), (0, ww * factor - w)) + ((0, 0),) * (pixels.ndim - 2)
-    x = np.pad(pixels, pad, mode="edge") if any(p[1] for p in pad) else pixels
-    blocks = x.reshape(hh, factor, ww, factor, *pixels.shape[2:])
-    if pixels.dtype.kind in "ui":
-        total = blocks.sum(axis=(1, 3), dtype=np.uint64 if pixels.itemsize > 2 else np.uint32)
-        n = factor * factor
-        return ((total + n // 2) // n).astype(pixels.dtype)
-    return blocks.mean(axis=(1, 3), dtype=np.float64).astype(pixels.dtype)
-
-
-def _tent_matrix(length: int, anchor: int, factor: int, half: int) -> np.ndarray:
-    """(2·half + 1) × length: tap ``i`` (offset i − anchor) spread between the two reduced
-    offsets around (i − anchor) / factor, linearly."""
-    m = np.zeros((2 * half + 1, length))
-    for i in range(length):
-        p = (i - anchor) / factor
-        lo = math.floor(p)
-        frac = p - lo
-        m[lo + half, i] += 1.0 - frac
-        if frac > 0:
-            m[lo + 1 + half, i] += frac
-    return m
-
-
-def reduced_kernel(kernel: Kernel, factor: int) -> Kernel:
-    """``kernel`` resampled to an image ``factor`` times smaller: each weight split linearly
-    between the reduced offsets around its own offset / ``factor`` (the sum is kept, the anchor
-    stays in the middle). Filtering the area-downscaled image with it approximates the
-    downscaled result: a Gaussian of sigma s becomes about s / factor, a box of 21 about 5, and
-    a derivative a derivative of a quarter of the strength at a quarter of the scale, which is
-    what averaging the full-resolution result would show."""
-    if factor <= 1:
-        return kernel
-    rows, cols = kernel.shape
-    ar, ac = kernel.anchor
-    hr = math.ceil(max(ar, rows - 1 - ar) / factor)
-    hc = math.ceil(max(ac, cols - 1 - ac) / factor)
-    weights = (
-        _tent_matrix(rows, ar, factor, hr) @ kernel.weights @ _tent_matrix(cols, ac, factor, hc).T
-    )
-    # Rings of zeros that the split left on both sides cost taps and change nothing.
-    while weights.shape[0] > 1 and not weights[0].any() and not weights[-1].any():
-        weights = weights[1:-1]
-    while weights.shape[1] > 1 and not weights[:, 0].any() and not weights[:, -1].any():
-        weights = weights[:, 1:-1]
-    return Kernel.from_weights(weights, name=f"{kernel.name} at 1/{factor}")
+#: What sizes the live preview's work (first pictures, tiles): :mod:`blurapp.live.plan`.
+RATES = live_plan.RATES
+TILE_BUDGET_MS = live_plan.TILE_BUDGET_MS
+WHOLE_BUDGET_MS = live_plan.WHOLE_BUDGET_MS
 
 
 def _crop_filter(
@@ -232,6 +116,7 @@ class LivePreview:
     timing: Timing
     strategy: str
     image_key: Hashable | None = None
+    request: int = 0  # the window's count of live requests: newer pictures replace older
 
     @property
     def exact(self) -> bool:
@@ -258,6 +143,7 @@ class LiveResult:
     display_factor: int = 1
     first_run: bool = False  # the timing includes compiling this run's GPU pipelines
     image_key: Hashable | None = None
+    request: int = 0  # the window's count of live requests
 
     @cached_property
     def qimage(self) -> QImage:
@@ -274,17 +160,21 @@ class LiveCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._making = threading.Lock()  # one downscale at a time: a second caller reuses it
         self._small: dict[tuple[Hashable, int], np.ndarray] = {}
         self._result: LiveResult | None = None
 
     def small(self, image: np.ndarray, key: Hashable, factor: int) -> np.ndarray:
-        with self._lock:
-            found = self._small.get((key, factor))
-        if found is None:
-            found = downscale(image, factor)
+        """``image`` (named ``key``) downscaled by ``factor``, made once per key and factor
+        (the first picture and the "before" picture of a 12 MP photo need the same one)."""
+        with self._making:
             with self._lock:
-                self._small = {k: v for k, v in self._small.items() if k[0] == key}
-                self._small[(key, factor)] = found
+                found = self._small.get((key, factor))
+            if found is None:
+                found = downscale(image, factor)
+                with self._lock:
+                    self._small = {k: v for k, v in self._small.items() if k[0] == key}
+                    self._small[(key, factor)] = found
         return found
 
     def store(self, result: LiveResult) -> None:
@@ -299,15 +189,82 @@ class LiveCache:
         return None
 
 
-def preview_spec(spec: FilterSpec, factor: int) -> FilterSpec:
-    """The spec of a reduced preview: the resampled kernel, on the planner's strategy (the
-    preview is approximate anyway; ``cpu`` stays ``cpu``)."""
-    strategy = "cpu" if get_info(spec.strategy).runs_on == "cpu" else "auto"
+def preview_spec(spec: FilterSpec, factor: int, strategy: str | None = None) -> FilterSpec:
+    """The spec of a reduced preview: the resampled kernel, on ``strategy`` (by default the
+    planner's; ``cpu`` stays ``cpu``: the preview is approximate anyway)."""
+    if strategy is None:
+        strategy = "cpu" if get_info(spec.strategy).runs_on == "cpu" else "auto"
     kernel = reduced_kernel(spec.effective_kernel, factor)
     return spec.replace(kernel=kernel, convolve=False, strategy=strategy, tile=None)
 
 
-def run_live(
+def _warm_key(strategy: str, kernel: Kernel, spec: FilterSpec, dtype: np.dtype) -> tuple:
+    """What a GPU run's compiled pipelines depend on, as the rates remember it."""
+    return (strategy, kernel.shape, spec.border.mode, np.dtype(dtype).kind)
+
+
+def first_picture(
+    image: np.ndarray,
+    spec: FilterSpec,
+    check: Check,
+    image_key: Hashable | None = None,
+    viewport: Viewport | None = None,
+    cache: LiveCache | None = None,
+    *,
+    gpu_idle: Callable[[], bool] = lambda: False,
+    request: int = 0,
+) -> LivePreview:
+    """A change's first picture: the visible region, reduced as the measured rates say so that
+    it is computed within :data:`blurapp.live.plan.FIRST_BUDGET_MS` (never less reduced than
+    the view shows it), on the reference (no compile, no wait for the GPU) unless the GPU is
+    idle, has run this kind of kernel before and is estimated faster. At one image pixel per
+    screen pixel the picture is exact."""
+    viewport = viewport or Viewport.whole(image.shape)
+    y0, y1, x0, x1 = viewport.window
+    kernel = spec.effective_kernel
+    channels = image.shape[2] if image.ndim == 3 else 1
+    ready = gpu_idle() and RATES.is_warm(_warm_key(spec.strategy, kernel, spec, image.dtype))
+    plan = RATES.first_picture(
+        (y1 - y0, x1 - x0), channels, kernel, spec.strategy, viewport.factor, gpu_ready=ready
+    )
+    factor = plan.factor
+    check()
+    if factor >= 2:
+        small = cache.small(image, image_key, factor) if cache else downscale(image, factor)
+        sh, sw = small.shape[:2]
+        swin = (y0 // factor, min(sh, -(-y1 // factor)), x0 // factor, min(sw, -(-x1 // factor)))
+        pspec = preview_spec(spec, factor, plan.strategy)
+    else:
+        small, swin = image, viewport.window
+        same = plan.strategy == spec.strategy
+        pspec = spec.replace(strategy=plan.strategy, tile=spec.tile if same else None)
+        if same and viewport.covers(image.shape):
+            # The first picture is the full result: made once, kept for run_full.
+            full = pipeline.filter_pixels(image, spec, input_key=image_key, check=check)
+            live = _live_result(image, spec, full, viewport, image_key, request)
+            if cache is not None:
+                cache.store(live)
+            return LivePreview(
+                spec, live.display_image(), viewport.window, 1, full.timing, full.strategy,
+                image_key, request,
+            )  # fmt: skip
+    part = _crop_filter(small, pspec, swin, check)
+    if not part.timing.first_run:
+        sy0, sy1, sx0, sx1 = swin
+        RATES.learn(
+            part.strategy or plan.strategy, pspec.effective_kernel, (sy1 - sy0) * (sx1 - sx0),
+            part.timing.wall_ms, channels,
+        )  # fmt: skip
+    window = (swin[0] * factor, swin[1] * factor, swin[2] * factor, swin[3] * factor)
+    if factor == 1:
+        window = viewport.window
+    return LivePreview(
+        spec, to_qimage(part.image), window, factor, part.timing, part.strategy, image_key,
+        request,
+    )  # fmt: skip
+
+
+def run_full(
     image: np.ndarray,
     spec: FilterSpec,
     check: Check,
@@ -315,47 +272,17 @@ def run_live(
     image_key: Hashable | None = None,
     viewport: Viewport | None = None,
     cache: LiveCache | None = None,
+    *,
+    request: int = 0,
 ) -> LiveResult:
     """The window's main result: the pixel pipeline (:func:`blurapp.pipeline.filter_pixels`),
-    the same call ``blurapp apply`` makes, viewport first (see the module's docstring).
-
-    ``report`` receives a :class:`LivePreview` for what is visible (reduced when the view is),
-    then :class:`LiveProgress` per full-resolution tile. ``check`` is called between stages and
-    tiles. ``image_key`` names the image's pixels (the window's count of images shown): while it
-    stays the same, the GPU keeps the image it already holds instead of receiving it again.
-    """
+    the same call ``blurapp apply`` makes, in tiles sized by the measured rates
+    (:meth:`blurapp.live.plan.Rates.tile_side`); ``report`` receives :class:`LiveProgress` per
+    tile, ``check`` is called between tiles and inside them (between bands)."""
     viewport = viewport or Viewport.whole(image.shape)
-    h, w = image.shape[:2]
-    factor = max(1, viewport.factor)
-    if factor >= 2:
-        small = cache.small(image, image_key, factor) if cache else downscale(image, factor)
-        y0, y1, x0, x1 = viewport.window
-        sh, sw = small.shape[:2]
-        swin = (y0 // factor, min(sh, -(-y1 // factor)), x0 // factor, min(sw, -(-x1 // factor)))
-        pspec = preview_spec(spec, factor)
-        check()
-        # Not stopped once started (about 0.1 s): superseded, it is still shown while the user
-        # drags a slider, the newest first (the window decides); the full run stops at once.
-        part = _crop_filter(small, pspec, swin, lambda: None)
-        report(
-            LivePreview(
-                spec,
-                to_qimage(part.image),
-                (swin[0] * factor, swin[1] * factor, swin[2] * factor, swin[3] * factor),
-                factor,
-                part.timing,
-                part.strategy,
-                image_key,
-            )
-        )
-    elif not viewport.covers(image.shape):
-        side = RATES.tile_side(image.shape, spec)
-        check()
-        part = _crop_filter(image, spec, viewport.window, check, max_tile_side=side)
-        check()
-        report(
-            LivePreview(spec, to_qimage(part.image), viewport.window, 1, part.timing, "", image_key)
-        )
+    found = cache.result_for(image_key, spec, image.dtype) if cache is not None else None
+    if found is not None and found.display_factor == max(1, viewport.factor):
+        return replace(found, request=request)  # the first picture was the full result
     side = RATES.tile_side(image.shape, spec)
     check()
     result = pipeline.filter_pixels(
@@ -367,11 +294,32 @@ def run_live(
         progress=lambda done, total: report(LiveProgress(spec, done, total)) if total > 1 else None,
         in_flight=1,  # a new setting's run must not queue behind a cancelled render's tiles
     )
+    live = _live_result(image, spec, result, viewport, image_key, request)
+    if cache is not None:
+        cache.store(live)
+    return live
+
+
+def _live_result(
+    image: np.ndarray,
+    spec: FilterSpec,
+    result: pipeline.FilterResult,
+    viewport: Viewport,
+    image_key: Hashable | None,
+    request: int,
+) -> LiveResult:
+    """A full result for the window, with its display copy; the rates learn from its run."""
+    h, w = image.shape[:2]
+    factor = max(1, viewport.factor)
     first = result.timing.first_run  # the engine knows whether it compiled
-    if not first:
-        RATES.learn(result.strategy, spec.effective_kernel, h * w, result.timing.wall_ms)
+    kernel = spec.effective_kernel
+    channels = image.shape[2] if image.ndim == 3 else 1
+    if live_plan.kind_of(result.strategy or spec.strategy) == "gpu":
+        RATES.mark_warm(_warm_key(spec.strategy, kernel, spec, image.dtype))
+    if not first and result.strategy:
+        RATES.learn(result.strategy, kernel, h * w, result.timing.wall_ms, channels)
     display = downscale(result.image, factor) if factor >= 2 else result.image
-    live = LiveResult(
+    return LiveResult(
         spec,
         result.image,
         result.timing,
@@ -381,10 +329,30 @@ def run_live(
         factor,
         first,
         image_key,
+        request,
     )
-    if cache is not None:
-        cache.store(live)
-    return live
+
+
+def run_live(
+    image: np.ndarray,
+    spec: FilterSpec,
+    check: Check,
+    report: Report,
+    image_key: Hashable | None = None,
+    viewport: Viewport | None = None,
+    cache: LiveCache | None = None,
+) -> LiveResult:
+    """:func:`first_picture` (reported, when the view does not show the whole image at full
+    resolution), then :func:`run_full`, in one call: what the window does in two jobs (the
+    first picture on its own lane, the full result on the GPU's), for scripts and tests.
+
+    ``image_key`` names the image's pixels (the window's count of images shown): while it
+    stays the same, the GPU keeps the image it already holds instead of receiving it again.
+    """
+    viewport = viewport or Viewport.whole(image.shape)
+    if viewport.factor >= 2 or not viewport.covers(image.shape):
+        report(first_picture(image, spec, check, image_key, viewport, cache))
+    return run_full(image, spec, check, report, image_key, viewport, cache)
 
 
 def display_of(result: LiveResult, factor: int) -> QImage:

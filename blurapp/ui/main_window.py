@@ -66,9 +66,9 @@ from blurapp.ui.jobs import (
     Viewport,
     compare_window,
     display_of,
-    downscale,
+    first_picture,
     run_borders,
-    run_live,
+    run_full,
     run_strategies,
 )
 from blurapp.ui.kernel_analysis import KernelAnalysis
@@ -78,17 +78,22 @@ from blurapp.ui.kernel_history import SetKernelCommand, SetSpecCommand
 from blurapp.ui.model import FilterModel
 from blurapp.ui.run_panel import RunPanel
 from blurapp.ui.timing_panel import TimingPanel
-from blurapp.ui.window_settings import load_spec, restore_layout, store_layout, store_spec
-from blurapp.ui.worker import JobRunner
+from blurapp.ui.window_settings import (
+    SettingsReader,
+    load_spec,
+    restore_layout,
+    store_layout,
+    store_spec,
+)
+from blurapp.ui.worker import BACKGROUND, REFINE, JobRunner
 
 __all__ = ["MainWindow", "sample_path"]
 
-LIVE_DEBOUNCE_MS = 40
 COMPARE_DEBOUNCE_MS = 150
 VIEW_DEBOUNCE_MS = 120
 ANALYSIS_DEBOUNCE_MS = 60
-CHANNELS = ("live", "strategies", "borders", "adapter")
-CPU_CHANNELS = ("open", "write", "display", "before", "analysis", "warm")
+CHANNELS = ("preview", "live", "strategies", "borders", "adapter", "warm")
+CPU_CHANNELS = ("open", "write", "display", "before", "analysis")
 
 
 class MainWindow(QMainWindow):
@@ -109,12 +114,16 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
-        self.model = FilterModel(load_spec(self.settings), self)
-        self.runner = JobRunner(self)  # the GPU's one thread
-        self.cpu_runner = JobRunner(self)  # files, display copies, kernel analysis
+        # Read defensively: a value of any type in any key is its default and one warning.
+        self.settings_reader = SettingsReader(self.settings)
+        self.model = FilterModel(load_spec(self.settings_reader), self)
+        # The live preview's lanes: the GPU's one thread, first pictures (on the CPU, never
+        # waiting for the GPU), background work (warm-up): blurapp.live.scheduler's rules.
+        self.runner = JobRunner(self)
+        self.cpu_runner = JobRunner(self, lanes=("files",))  # files, display copies, analysis
         self.live_cache = LiveCache()
         self.undo_stack = QUndoStack(self)
-        self.files = WindowFiles(self, self, self.model, self.settings)
+        self.files = WindowFiles(self, self, self.model, self.settings, self.settings_reader)
         self.result: LiveResult | None = None
         self.shown_spec: FilterSpec | None = None  # what the result view shows, maybe reduced
         self.shown_note = ""  # what the result view says about it ("preview at 17 %…")
@@ -132,7 +141,8 @@ class MainWindow(QMainWindow):
         self._grid_kernel: Kernel | None = None
         self._analysis_kernel: Kernel | None = None
         self._live_progress: tuple[int, int] | None = None
-        self._shown_generation = 0  # the live job whose picture the result view shows
+        self._live_request = 0  # live requests made (each a first picture and a full result)
+        self._shown_request = 0  # the request whose picture the result view shows
         self._save_progress: tuple[int, int] | None = None
         self._view_timer = QTimer(self, singleShot=True, interval=VIEW_DEBOUNCE_MS)
         self._view_timer.timeout.connect(self._view_settled)
@@ -142,7 +152,11 @@ class MainWindow(QMainWindow):
         self.menu_actions = WindowActions(self)
         self.files.attach_recent_menu(self.menu_actions.recent_menu)
         self._connect()
-        restore_layout(self, self.settings, self.kernel_dock, self.timing_dock)
+        restore_layout(self, self.settings_reader, self.kernel_dock, self.timing_dock)
+        if self.settings_reader.problems:
+            problems = self.settings_reader.problems
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            self.show_status(f"Settings: {problems[0]}{more}", 15000)
         self._show_kernel(self.model.kernel)
         self._spec_shown_in_grid(self.model.spec)
         self.runner.finished.connect(self._job_finished)
@@ -285,6 +299,9 @@ class MainWindow(QMainWindow):
         self.timing.export_cli.clicked.connect(self.export_cli)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if not self.files.may_close():  # a save in progress: finished, or stopped, first
+            event.ignore()
+            return
         store_layout(self, self.settings)
         store_spec(self.settings, self.model.spec)
         self.settings.sync()
@@ -327,8 +344,14 @@ class MainWindow(QMainWindow):
             view.fit()
         self._set_note("")
         # The "before" picture at display resolution, made off the UI thread.
-        factor = self.compare.result_view.display_factor()
-        self.cpu_runner.submit("before", lambda check, report: to_qimage(downscale(image, factor)))
+        factor, key, cache = (
+            self.compare.result_view.display_factor(),
+            self.model.image_key,
+            self.live_cache,
+        )
+        self.cpu_runner.submit(
+            "before", lambda check, report: to_qimage(cache.small(image, key, factor))
+        )  # the same downscaled copy as the first picture's (made once)
         channels = 1 if image.ndim == 2 else image.shape[2]
         name = path.name if path else "image"
         self.setWindowTitle(f"{name} — blurapp")
@@ -340,21 +363,23 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt override)
-        for url in event.mimeData().urls():
-            if url.isLocalFile():
-                self.open_path(url.toLocalFile())
-                event.acceptProposedAction()
-                return
+        """Every local file dropped: the first image opens, kernel files load, and a notice
+        says what else was dropped (more images: in Open recent) and what was not opened."""
+        paths = [u.toLocalFile() for u in event.mimeData().urls() if u.isLocalFile()]
+        if paths:
+            self.files.open_dropped(paths)
+            event.acceptProposedAction()
 
     def save_dialog(self) -> None:
         self.designer.flush()  # what is typed is what is saved
         self.files.save_dialog()
 
-    def save_result(self, path: str | os.PathLike[str]) -> bool:
+    def save_result(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> bool:
         """Start writing what ``blurapp apply`` would write with the current spec (see
         :func:`blurapp.ui.files.pixels_for_file`), keeping ICC and EXIF, off the UI thread:
-        :attr:`saved` or :attr:`save_failed` tells how it ended. False when it cannot start."""
-        return self.files.save_result(path)
+        :attr:`saved` or :attr:`save_failed` tells how it ended. False when it cannot start
+        (an existing file without ``overwrite``; the open image's file, ever)."""
+        return self.files.save_result(path, overwrite=overwrite)
 
     def copy_result(self) -> None:
         if self.result is None:
@@ -418,8 +443,8 @@ class MainWindow(QMainWindow):
     def load_kernel(self, path: str | os.PathLike[str]) -> bool:
         return self.files.load_kernel(path)
 
-    def save_kernel(self, path: str | os.PathLike[str]) -> bool:
-        return self.files.save_kernel(path)
+    def save_kernel(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> bool:
+        return self.files.save_kernel(path, overwrite=overwrite)
 
     def _show_kernel(self, kernel: Kernel) -> None:
         self._shown_kernel = kernel
@@ -514,19 +539,30 @@ class MainWindow(QMainWindow):
             return Viewport.whole(image.shape)
         return Viewport(view.visible_window(), view.display_factor())
 
-    def schedule_live(self, delay_ms: int = LIVE_DEBOUNCE_MS) -> None:
+    def schedule_live(self) -> None:
+        """A first picture of the current settings at once (no debounce: a request that is
+        superseded before it starts never runs), then the full result on the GPU's lane."""
         image, key, spec = self.model.image, self.model.image_key, self.model.spec
         if image is None:
             return
         viewport, cache = self.viewport(), self.live_cache
-        if delay_ms == LIVE_DEBOUNCE_MS and not self.runner.is_busy("live"):
-            # Leading edge: the first change after a quiet spell runs at once; the debounce
-            # only coalesces the changes that come while a job is on its way (a slider drag).
-            delay_ms = 0
+        self._live_request += 1
+        request = self._live_request
+        scheduler = self.runner.scheduler
+
+        def first(check, report):
+            idle = lambda: scheduler.lane_idle("gpu")  # noqa: E731
+            report(first_picture(image, spec, check, key, viewport, cache, gpu_idle=idle,
+                                 request=request))  # fmt: skip
+
+        self.runner.submit("preview", first, lane="first", finish=True)
         self.runner.submit(
             "live",
-            lambda check, report: run_live(image, spec, check, report, key, viewport, cache),
-            delay_ms=delay_ms,
+            lambda check, report: run_full(
+                image, spec, check, report, key, viewport, cache, request=request
+            ),
+            priority=REFINE,
+            lane="gpu",
         )
 
     def _view_moved(self) -> None:
@@ -619,13 +655,15 @@ class MainWindow(QMainWindow):
             self._update_progress()
         elif channel.startswith("save:") and isinstance(partial, tuple):
             self._save_progress = partial
+            self.files.save_progress(*partial)
             self._update_progress()
 
     def _job_partial(self, channel: str, generation: int, partial: object) -> None:
-        """Previews of superseded live jobs too, as long as they are newer than what is shown."""
-        if channel == "live" and isinstance(partial, LivePreview):
-            if generation > self._shown_generation and partial.image_key == self.model.image_key:
-                self._shown_generation = generation
+        """First pictures, of superseded requests too, as long as they are newer than what is
+        shown (a slider drag shows the settings it passes through)."""
+        if channel == "preview" and isinstance(partial, LivePreview):
+            if partial.request > self._shown_request and partial.image_key == self.model.image_key:
+                self._shown_request = partial.request
                 self._show_preview(partial)
 
     def _job_failed(self, channel: str, message: str) -> None:
@@ -635,7 +673,7 @@ class MainWindow(QMainWindow):
         elif channel == "adapter":
             self._show_adapter({"error": message})
         elif channel.startswith("save:"):
-            self.files.failed(message)
+            self.files.failed(message, channel)
         else:
             if channel == "strategies":
                 self.compare.strategies.show_cancelled(message)
@@ -666,7 +704,7 @@ class MainWindow(QMainWindow):
         if channel == "open":
             self.files.open_failed(message)
         elif channel.startswith("write:"):
-            self.files.failed(message)
+            self.files.failed(message, channel)
         elif channel not in ("display", "before", "analysis"):
             self.show_error(message)
         self._update_progress()
@@ -744,7 +782,7 @@ class MainWindow(QMainWindow):
 
     def _show_live(self, result: LiveResult) -> None:
         self.result = result
-        self._shown_generation = self.runner.generation("live")
+        self._shown_request = max(self._shown_request, result.request)
         self.live_error = ""
         self._live_progress = None
         self._present_result(result)
@@ -788,9 +826,10 @@ class MainWindow(QMainWindow):
             # Every separable size bucket compiled (and run once) in the background, so that a
             # never-seen sigma is not a compile on the critical path (512x512 sample on
             # lavapipe: 14-33 ms after, about 1 s before; the warm-up takes about 5 s).
-            spec = self.spec
-            self.cpu_runner.submit(
-                "warm", lambda check, report: pipeline.warm_up(spec, check=check), delay_ms=500
+            # Background work: it starts when nothing the user asked for waits or runs, and
+            # yields between its runs (blurapp.live.scheduler).
+            self.runner.submit(
+                "warm", pipeline.warm_up_steps(self.spec), priority=BACKGROUND, lane="background"
             )
 
     # ------------------------------------------------------------------------------ misc

@@ -95,7 +95,7 @@ def take_screenshots(
         wait_for(window.strategies_ready, lambda: window.compare.setCurrentIndex(STRATEGIES_TAB))
         # Run the live result again: the first run pays for compiling the pipelines, and the
         # picture should show the time a user sees while adjusting the kernel.
-        wait_for(window.result_ready, lambda: window.schedule_live(0))
+        wait_for(window.result_ready, lambda: window.schedule_live())
         window.compare.setCurrentIndex(SPLIT_TAB)
         window.compare.split_view.fit()
         settle()

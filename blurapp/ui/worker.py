@@ -1,47 +1,55 @@
-"""Runs engine calls off the UI thread, debounced, with newer requests superseding older ones.
+"""The window's view of the live preview's scheduler (:mod:`blurapp.live.scheduler`): it submits
+work by channel, priority and lane, and turns what the scheduler's threads deliver into Qt
+signals on the UI thread.
 
-Every job carries a generation number per channel ("live", "compare", ...). A job whose
-generation is no longer the newest is skipped when it starts, may stop between steps, and its
-result is dropped on arrival, so the window always shows the last thing the user asked for.
-All engine work runs on one pool thread: the GPU device is used by one thread at a time.
+Every job carries a generation number per channel ("live", "preview", "strategies", ...). A
+newer request of a channel supersedes the older one: waiting, it never runs; running, it stops
+at its next check (between steps, tiles and the bands of a long GPU pass); its result is
+dropped. Lanes are threads: ``gpu`` runs what uses the device (one thread at a time), the
+others what must not wait for it. The scheduling rules (who waits for whom, who is preempted)
+are the scheduler's; this module only relays.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
-from blurapp.core.errors import BlurappError
+from blurapp.live.scheduler import BACKGROUND, REFINE, USER, Preempted, Scheduler, Superseded
+
+__all__ = ["BACKGROUND", "REFINE", "USER", "JobRunner", "Preempted", "StaleJobError"]
 
 #: How much lower than the UI thread the workers run (Linux ``nice``, per thread, inherited by
 #: the threads they start: the pipeline's tile threads, the Vulkan driver's). On a 2-core CPU
 #: running lavapipe, the UI thread then gets a core whenever it has work: no UI stalls behind
 #: a filter.
 WORKER_NICE = 5
+#: The background lane's extra ``nice`` (warm-up compiles): the user's work gets the cores.
+BACKGROUND_NICE = 10
+
+#: What a job raises (or lets through from ``check``) when a newer request has arrived.
+StaleJobError = Superseded
 
 
-def _lower_priority() -> None:
-    """Lower the calling thread's scheduling priority by :data:`WORKER_NICE` (once)."""
+def _lower_priority(lane: str = "") -> None:
+    """Lower the calling thread's scheduling priority by :data:`WORKER_NICE` (and the
+    background lane's by :data:`BACKGROUND_NICE` more)."""
     if getattr(_lowered, "done", False):
         return
     _lowered.done = True
+    step = WORKER_NICE + (BACKGROUND_NICE if lane == "background" else 0)
     try:
         tid = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + WORKER_NICE)
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + step)
     except (AttributeError, OSError):  # not Linux, or not allowed: run at the same priority
         pass
 
 
 _lowered = threading.local()
-
-
-class StaleJobError(Exception):
-    """Raised inside a job when a newer request of its channel has arrived."""
 
 
 class _Relay(QObject):
@@ -52,113 +60,80 @@ class _Relay(QObject):
     progress = Signal(str, int, object)  # channel, generation, partial result
 
 
-class _Job(QRunnable):
-    def __init__(self, runner: JobRunner, channel: str, generation: int, fn: Callable) -> None:
-        super().__init__()
-        self.setAutoDelete(True)
-        self._runner, self._channel, self._gen, self._fn = runner, channel, generation, fn
-
-    def run(self) -> None:
-        runner, channel, gen = self._runner, self._channel, self._gen
-        _lower_priority()
-        if not runner.is_current(channel, gen):
-            return
-
-        def check() -> None:
-            if not runner.is_current(channel, gen):
-                raise StaleJobError
-
-        def report(partial: object) -> None:
-            runner.relay.progress.emit(channel, gen, partial)
-
-        try:
-            result = self._fn(check, report)
-        except StaleJobError:
-            return
-        except BlurappError as err:
-            self._deliver(runner.relay.failed, str(err))
-        except Exception as err:  # a bug, not a user error: one line in the UI, details on stderr
-            traceback.print_exc()
-            self._deliver(runner.relay.failed, f"{type(err).__name__}: {err}")
-        else:
-            self._deliver(runner.relay.done, result)
-
-    def _deliver(self, signal, payload: object) -> None:
-        try:
-            signal.emit(self._channel, self._gen, payload)
-        except RuntimeError:
-            pass  # the window closed while this job ran: nobody is left to tell
-
-
 class JobRunner(QObject):
-    """Debounced, superseding job submission on a private one-thread pool.
+    """Superseding job submission on the scheduler's lanes.
 
-    ``fn(check, report)`` runs in the pool; it may call ``check()`` between steps (raises
-    :class:`StaleJobError` when stale) and ``report(partial)`` for progress.
+    ``fn(check, report)`` runs on a lane's thread; it may call ``check()`` between steps
+    (raises :class:`StaleJobError` when superseded, :class:`Preempted` when it must yield) and
+    ``report(partial)`` for progress.
     """
 
     finished = Signal(str, object)  # channel, result (only the newest generation)
     failed = Signal(str, str)  # channel, message
     progress = Signal(str, object)  # channel, partial result
-    # channel, generation, partial result: every report, of superseded jobs too (a live preview
-    # of a setting the user has already moved past is still better than none while dragging)
+    # channel, generation, partial result: every report, of finished-although-superseded jobs
+    # too (the window decides what is newer than what it shows)
     partial = Signal(str, int, object)
     busy_changed = Signal(bool)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    LANES: tuple[str, ...] = ("gpu", "first", "background")
+
+    def __init__(self, parent: QObject | None = None, lanes: Sequence[str] | None = None) -> None:
         super().__init__(parent)
-        self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(1)
         self.relay = _Relay()
         self.relay.done.connect(self._on_done)
         self.relay.failed.connect(self._on_failed)
         self.relay.progress.connect(self._on_progress)
-        self._lock = threading.Lock()
-        self._generation: dict[str, int] = {}
-        self._pending: dict[str, Callable] = {}
-        self._timers: dict[str, QTimer] = {}
         self._running: set[str] = set()
+        self.scheduler = Scheduler(
+            tuple(lanes or self.LANES),
+            on_done=self.relay.done.emit,
+            on_failed=self.relay.failed.emit,
+            on_progress=self.relay.progress.emit,
+            thread_start=_lower_priority,
+        )
+        self.destroyed.connect(lambda *_: self.scheduler.close(0.0))
 
     def is_current(self, channel: str, generation: int) -> bool:
-        with self._lock:
-            return self._generation.get(channel, 0) == generation
+        return self.scheduler.is_current(channel, generation)
 
     def generation(self, channel: str) -> int:
-        with self._lock:
-            return self._generation.get(channel, 0)
+        return self.scheduler.generation(channel)
 
-    def submit(self, channel: str, fn: Callable, *, delay_ms: int = 0) -> int:
-        """Supersede what ``channel`` is doing and run ``fn`` after ``delay_ms`` of quiet.
+    def submit(
+        self,
+        channel: str,
+        fn: Callable | Sequence[Callable],
+        *,
+        delay_ms: int = 0,
+        priority: int = USER,
+        lane: str | None = None,
+        finish: bool = False,
+    ) -> int:
+        """Supersede what ``channel`` is doing and run ``fn`` (or its steps, in order) after
+        ``delay_ms``, at ``priority`` (:data:`USER`, :data:`REFINE`, :data:`BACKGROUND`) in
+        ``lane`` (the first lane, ``gpu``, by default). ``finish``: see
+        :meth:`blurapp.live.scheduler.Scheduler.submit`.
 
         Returns:
             The new generation number of the channel.
         """
-        with self._lock:
-            gen = self._generation.get(channel, 0) + 1
-            self._generation[channel] = gen
-        self._pending[channel] = fn
-        self._set_running(channel, True)
-        timer = self._timers.get(channel)
-        if timer is None:
-            timer = QTimer(self)
-            timer.setSingleShot(True)
-            timer.timeout.connect(lambda c=channel: self._start(c))
-            self._timers[channel] = timer
-        timer.start(max(0, delay_ms))
+        gen = self.scheduler.submit(
+            channel, fn, priority=priority, lane=lane, delay_s=max(0, delay_ms) / 1e3,
+            finish=finish,
+        )  # fmt: skip
+        if priority != BACKGROUND:  # the status bar says what the user waits for
+            self._set_running(channel, True)
         return gen
 
     def cancel(self, channel: str) -> None:
         """Drop whatever ``channel`` has queued or running."""
-        with self._lock:
-            self._generation[channel] = self._generation.get(channel, 0) + 1
-        self._pending.pop(channel, None)
-        if channel in self._timers:
-            self._timers[channel].stop()
+        self.scheduler.cancel(channel)
         self._set_running(channel, False)
 
     def is_busy(self, channel: str | None = None) -> bool:
         """Whether ``channel`` (``None``: any; ``"save:"``: any channel of that prefix) has work
-        queued or running."""
+        queued or running (background work is not counted)."""
         if channel is None:
             return bool(self._running)
         if channel.endswith(":"):
@@ -166,14 +141,8 @@ class JobRunner(QObject):
         return channel in self._running
 
     def wait_idle(self, msecs: int = 30000) -> bool:
-        """Block until the pool is empty (for shutdown and tests)."""
-        return self.pool.waitForDone(msecs)
-
-    def _start(self, channel: str) -> None:
-        fn = self._pending.pop(channel, None)
-        if fn is None:
-            return
-        self.pool.start(_Job(self, channel, self.generation(channel), fn))
+        """Block until no job waits or runs (for shutdown and tests)."""
+        return self.scheduler.wait_idle(msecs / 1e3)
 
     def _set_running(self, channel: str, running: bool) -> None:
         was = bool(self._running)

@@ -26,7 +26,7 @@ def test_only_the_newest_request_is_delivered(qtbot) -> None:
         return fn
 
     runner.submit("live", job(0))
-    qtbot.waitUntil(lambda: runner.pool.activeThreadCount() == 1, timeout=5000)
+    qtbot.waitUntil(lambda: runner.scheduler.is_running("live"), timeout=5000)
     runner.submit("live", job(1))
     with qtbot.waitSignal(runner.finished, timeout=5000):
         runner.submit("live", job(2))
