@@ -27,6 +27,7 @@ from blurapp.batch.pipeline import (
 )
 from blurapp.core.errors import OutputError, UsageError, one_line
 from blurapp.core.filterspec import FilterSpec
+from blurapp.heap import bound_heap
 
 if TYPE_CHECKING:
     from blurapp.pipeline import FilterResult
@@ -53,6 +54,8 @@ def settings_from_args(args: argparse.Namespace) -> tuple[FilterSpec, EncodeSett
         # 1e308 megapixels is infinite pixels: no limit, not an OverflowError
         max_pixels=int(min(args.max_megapixels * 1e6, sys.maxsize)),
         max_tile_side=args.max_tile_side,
+        frame=args.frame,
+        raw_linear=args.raw_linear,
     )
     return spec, encode
 
@@ -162,6 +165,7 @@ def _check_adapter(spec: FilterSpec) -> None:
 
 def run_batch(args: argparse.Namespace) -> int:
     """``blurapp batch IN... -o DIR --kernel SPEC ...``; returns the exit code (0, 1 or 2)."""
+    bound_heap()  # streamed bands are freed by the thousand: give them back (blurapp.heap)
     with ExitStack() as stack:
         # (SIGTERM is Ctrl-C for every command: blurapp.cli.) Whatever stops the run removes
         # the temporary files.

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from blurapp.batch.pipeline import Job
 from blurapp.core.errors import UsageError
-from blurapp.io import FORMATS, file_identity, format_from_path, same_file
+from blurapp.io import FORMATS, codecs, default_output_format, file_identity, same_file
 
 __all__ = ["expand_inputs", "plan_jobs", "split_existing"]
 
-_IMAGE_EXTENSIONS = frozenset(ext for exts in FORMATS.values() for ext in exts)
+_IMAGE_EXTENSIONS = codecs.readable_extensions()
 _LISTED = 5  # names shown in an error before "and N more"
 
 
@@ -134,7 +134,7 @@ def plan_jobs(
     for p in inputs:
         if fmt is None:
             try:
-                f = format_from_path(p)
+                f = default_output_format(p)
             except UsageError:
                 raise UsageError(
                     f"cannot tell the output format for {p} from its extension; use --format"

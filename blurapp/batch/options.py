@@ -12,8 +12,7 @@ import math
 import os
 
 from blurapp.core.filterspec import add_filter_arguments
-
-_FORMATS = ("png", "jpg", "tiff", "webp", "bmp", "npy")
+from blurapp.io import codecs
 
 
 def _int_in(lo: int, hi: int | None, what: str) -> type[int]:
@@ -58,7 +57,7 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "--quality",
         type=_int_in(1, 100, "quality"),
         default=95,
-        help="JPEG and WebP quality, 1..100 (default: 95)",
+        help="JPEG, WebP, HEIF and AVIF quality, 1..100 (default: 95)",
     )
     e.add_argument(
         "--compress-level",
@@ -68,7 +67,19 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "run-length deflate (fast; as small as full deflate on photos); 7..9: every row filter "
         "and full deflate (slower, smaller on graphics); 0: stored",
     )
-    e.add_argument("--lossless", action="store_true", help="write WebP losslessly")
+    e.add_argument("--lossless", action="store_true", help="write WebP, HEIF and AVIF losslessly")
+    e.add_argument(
+        "--frame",
+        type=_int_in(0, None, "frame"),
+        metavar="N",
+        help="filter frame N only (0-based) of an animation or a multi-page file (default: "
+        "every frame, timing and order kept)",
+    )
+    e.add_argument(
+        "--raw-linear",
+        action="store_true",
+        help="develop camera raw to linear 16-bit light (default: sRGB, as LibRaw develops it)",
+    )
     e.add_argument(
         "--max-megapixels",
         type=_positive_float,
@@ -80,7 +91,7 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
 
 def add_apply_options(p: argparse.ArgumentParser) -> None:
     """Add the options of ``blurapp apply IN -o OUT --kernel SPEC ...`` to ``p``."""
-    p.add_argument("input", metavar="IN", help="image to filter (PNG, JPEG, TIFF, WebP, BMP, .npy)")
+    p.add_argument("input", metavar="IN", help=f"image to filter ({codecs.labels()})")
     p.add_argument(
         "-o",
         "--output",
@@ -118,8 +129,8 @@ def add_batch_options(p: argparse.ArgumentParser) -> None:
     f = p.add_argument_group("outputs")
     f.add_argument(
         "--format",
-        choices=_FORMATS,
-        help="output format (default: each input's own)",
+        choices=codecs.writable_formats(),
+        help="output format (default: each input's own; 16-bit TIFF for camera raw)",
     )
     f.add_argument(
         "--suffix", default="", metavar="S", help="added to each output's stem (default: none)"

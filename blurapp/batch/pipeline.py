@@ -13,7 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +32,7 @@ from blurapp.io import (
     output_dtype,
     probe_image,
     read_image,
+    with_frames,
     with_pixels,
     write_image,
 )
@@ -81,6 +82,14 @@ class EncodeSettings:
     overwrite: bool = False
     max_pixels: int = DEFAULT_MAX_PIXELS
     max_tile_side: int | None = None  # --max-tile-side: tiles of at most this side, halo included
+    frame: int | None = None  # --frame N: that frame of an animation or pages only
+    raw_linear: bool = False  # --raw-linear: camera raw developed to linear light
+
+    def read(self, source: Path) -> ImageData:
+        """Decode ``source`` as these settings ask (pixel limit, frame, raw development)."""
+        return read_image(
+            source, max_pixels=self.max_pixels, frame=self.frame, raw_linear=self.raw_linear
+        )
 
 
 def check_memory(source: Path, info: ImageInfo, need: int) -> None:
@@ -379,18 +388,65 @@ def process_file(
         info.width, info.height, info.channels, info.dtype, spec,
         file_dtype(spec, info.dtype, fmt),
     )  # fmt: skip
-    check_memory(source, info, need)
-    image = read_image(source, max_pixels=encode.max_pixels)
+    check_memory(source, info, frames_bytes(need, info, encode))
+    image = encode.read(source)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
-    result = pipeline.filter_pixels(
-        image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side, progress=progress
-    )
-    # The input's pixels are not needed to encode (only its metadata): let them go first, which
-    # lowers the peak memory of a large image by its own size.
-    filtered = with_pixels(image, result.image)
+    if image.frame_count > 1:
+        result, filtered = filter_frames(image, spec, dtype, encode, progress=progress)
+    else:
+        result = pipeline.filter_pixels(
+            image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side, progress=progress
+        )
+        # The input's pixels are not needed to encode (only its metadata): let them go first,
+        # which lowers the peak memory of a large image by its own size.
+        filtered = with_pixels(image, result.image)
     del image
     _write(output, fmt, filtered, encode)
     return result
+
+
+def frames_bytes(need: int, info: ImageInfo, encode: EncodeSettings) -> int:
+    """The memory an image of ``info.frames`` frames holds while one of them is filtered (``need``
+    bytes): every frame decoded and every filtered one kept until all are written."""
+    frames = 1 if encode.frame is not None else info.frames
+    if frames <= 1:
+        return need
+    stored = info.pixels * max(1, info.channels) * np.dtype(info.dtype).itemsize
+    return need + 2 * (frames - 1) * stored
+
+
+def filter_frames(
+    image: ImageData,
+    spec: FilterSpec,
+    dtype: np.dtype,
+    encode: EncodeSettings,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    check: Callable[[], None] | None = None,
+) -> tuple[pipeline.FilterResult, ImageData]:
+    """Every frame of an animation or multi-page ``image`` filtered with the same settings.
+
+    Returns:
+        The last frame's result (its timing summed over the frames) and ``image`` with the
+        filtered frames, its durations, loop count, disposal and order kept.
+    """
+    frames = image.frames
+    done: list[np.ndarray] = []
+    result: pipeline.FilterResult | None = None
+    total_ms = 0.0
+    for i, frame in enumerate(frames):
+        if check is not None:
+            check()
+        result = pipeline.filter_pixels(
+            frame, spec, dtype=dtype, max_tile_side=encode.max_tile_side
+        )
+        total_ms += result.timing.total_ms
+        done.append(result.image)
+        if progress is not None:
+            progress(i + 1, len(frames))
+    assert result is not None
+    timing = replace(result.timing, total_ms=total_ms)
+    return replace(result, timing=timing), with_frames(image, done)
 
 
 def _write(output: Path, fmt: str, image: ImageData, encode: EncodeSettings) -> None:
@@ -428,6 +484,7 @@ class FileRecord:
     height: int | None = None
     channels: int | None = None
     dtype: str | None = None
+    frames: int = 1  # of an animation or a multi-page file, every one filtered
     strategy: str | None = None
     reason: str | None = None
     timer: str | None = None
@@ -439,7 +496,8 @@ class FileRecord:
 
     @property
     def pixels(self) -> int:
-        return (self.width or 0) * (self.height or 0)
+        """Every frame's pixels."""
+        return (self.width or 0) * (self.height or 0) * self.frames
 
 
 class MemoryBudget:
@@ -563,6 +621,7 @@ def run_pipeline(
                     reserved = pipeline.working_bytes(
                         info.width, info.height, info.channels, info.dtype, spec, out_dtype
                     )
+                reserved = frames_bytes(reserved, info, encode)
                 check_memory(job.input, info, reserved)
                 reserved = min(reserved, memory_budget)
                 if not budget.acquire(reserved, stop):
@@ -575,8 +634,9 @@ def run_pipeline(
                     item.shape = (info.height, info.width)
                     filter_q.put(item)
                     continue
-                image = read_image(job.input, max_pixels=encode.max_pixels)
+                image = encode.read(job.input)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
+                record.frames = image.frame_count
                 item = _Item(job, record, image, reserved)
                 item.shape = image.pixels.shape[:2]
                 grid = tile_grid(
@@ -585,7 +645,8 @@ def run_pipeline(
                     spec.strategy,
                     max_tile_side=encode.max_tile_side,
                 )
-                item.tiled = not grid.whole
+                # Frames are filtered one after another on the filter thread, as tiles are.
+                item.tiled = not grid.whole or image.frame_count > 1
                 if not item.tiled:
                     dtype = file_dtype(spec, image.pixels.dtype, job.format)
                     item.prepared = pipeline.prepare(image.pixels, spec, dtype=dtype)
@@ -640,7 +701,17 @@ def run_pipeline(
                     continue
                 assert item.image is not None
                 src = item.image.pixels
-                if item.tiled:
+                if item.image.frame_count > 1:
+                    dtype = file_dtype(spec, src.dtype, item.job.format)
+
+                    def stopped() -> None:
+                        if stop.is_set():
+                            raise _CancelledError
+
+                    item.result, item.image = filter_frames(
+                        item.image, spec, dtype, encode, check=stopped
+                    )
+                elif item.tiled:
                     dtype = file_dtype(spec, src.dtype, item.job.format)
                     item.result = pipeline.filter_pixels(
                         src, spec, dtype=dtype, max_tile_side=encode.max_tile_side
@@ -676,7 +747,10 @@ def run_pipeline(
                 item.filtered = item.result = None
                 if not streamed:
                     assert item.image is not None
-                    pixels = with_pixels(item.image, done.image)
+                    if item.image.frame_count > 1:  # filter_frames put the filtered frames in
+                        pixels = item.image
+                    else:
+                        pixels = with_pixels(item.image, done.image)
                     _write(item.job.output, item.job.format, pixels, encode)
                 timing = done.timing
                 rec = item.record

@@ -62,6 +62,7 @@ def _row(r: FileRecord) -> dict[str, Any]:
         "size": [r.width, r.height] if r.width is not None else None,
         "channels": r.channels,
         "dtype": r.dtype,
+        "frames": r.frames,
         "strategy": r.strategy,
         "timer": r.timer,
         "gpu_ms": r.gpu_ms,
@@ -78,12 +79,14 @@ def build_report(
     """The report as a dict.
 
     ``files[i]``: ``input``, ``output`` (paths as given/planned), ``size`` ([width, height] or
-    null when the file could not be read), ``channels``, ``dtype`` (as read), ``strategy`` (the
+    null when the file could not be read), ``channels``, ``dtype`` (as read), ``frames`` (of an
+    animation or a multi-page file, every one filtered; 1 for a still image), ``strategy`` (the
     one that ran), ``timer`` ("gpu" or "wall"), ``gpu_ms`` (GPU timestamp total, null when the
     filter was not timed on the GPU), ``filter_ms`` (the filter's passes), ``total_ms`` (read to
     written), ``status`` (one of :data:`STATUSES`) and ``error`` (one line, or null; a message
     longer than :func:`error_room` is cut, ending in "…").
-    ``totals``: counts per status, ``files``, ``pixels`` and ``megapixels`` of the files written,
+    ``totals``: counts per status, ``files``, ``frames``, ``pixels`` and ``megapixels`` (all
+    frames) of the files written,
     ``wall_s``, ``mpix_per_s``, summed ``gpu_ms`` and ``filter_ms``.
     """
     ok = [r for r in records if r.status == "ok"]
@@ -108,6 +111,7 @@ def build_report(
         "totals": {
             "files": len(records),
             **counts,
+            "frames": sum(r.frames for r in ok),
             "pixels": pixels,
             "megapixels": pixels / 1e6,
             "wall_s": wall_s,
@@ -151,6 +155,7 @@ def report_size_bound(
                 height=_WIDE_INT,
                 channels=_WIDE_INT,
                 dtype="x" * 16,
+                frames=_WIDE_INT,
                 strategy=widest_name + "x" * 16,
                 timer="wall",
                 gpu_ms=_WIDE_FLOAT,

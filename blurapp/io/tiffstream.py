@@ -368,12 +368,12 @@ def open_tiff_source(path: str | os.PathLike[str]) -> TiffSource | None:
 
 
 def _source_of(tif: Any, tifffile: Any) -> TiffSource | None:
-    from blurapp.io.images import _tiff_frames, _tifffile_can_decode
+    from blurapp.io.codecs.tiff import tiff_frames, tifffile_can_decode
 
-    if _tiff_frames(tif) != 1:
+    if tiff_frames(tif) != 1:
         return None
     page = tif.pages.first
-    if not isinstance(page, tifffile.TiffPage) or not _tifffile_can_decode(page):
+    if not isinstance(page, tifffile.TiffPage) or not tifffile_can_decode(page):
         return None
     if _ORIENTATION_TAG in page.tags and int(page.tags[_ORIENTATION_TAG].value) != 1:
         return None  # the whole-image reader turns the pixels upright
@@ -528,10 +528,10 @@ def tiff_write_options(
 ) -> dict[str, Any]:
     """tifffile's ``write`` arguments for a streamed output: those of the whole-image TIFF
     writer, plus the input's resolution and descriptive tags."""
-    from blurapp.io.images import _tifffile_options
+    from blurapp.io.codecs.tiff import tifffile_options
 
     icc = metadata.icc_profile if metadata is not None else None
-    kwargs = _tifffile_options(channels, compress_level, icc)
+    kwargs = tifffile_options(channels, compress_level, icc)
     if metadata is not None:
         if metadata.resolution is not None:
             kwargs["resolution"] = metadata.resolution

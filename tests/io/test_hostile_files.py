@@ -54,30 +54,49 @@ def test_devices_and_folders_are_not_images(path: str, kind: str) -> None:
 # ------------------------------------------------------------------ frames
 
 
-def test_an_animated_webp_is_refused(tmp_path: Path) -> None:
+def _pillow_frames(path: Path) -> list[np.ndarray]:
+    """Every frame as Pillow itself composites it (the decoder's own output)."""
+    with Image.open(path) as im:
+        out = []
+        for i in range(im.n_frames):
+            im.seek(i)
+            out.append(np.asarray(im.convert("RGB")))
+        return out
+
+
+def test_an_animated_webp_is_read_frame_by_frame(tmp_path: Path) -> None:
+    """Issue 25: refused before ("it has 3 frames"); now every frame, with its timing."""
     first, *rest = frames()
-    first.save(tmp_path / "a.webp", save_all=True, append_images=rest, duration=50)
-    with pytest.raises(ImageError, match="has 3 frames; blurapp filters single images"):
-        read_image(tmp_path / "a.webp")
+    first.save(tmp_path / "a.webp", save_all=True, append_images=rest, duration=50, lossless=True)
+    data = read_image(tmp_path / "a.webp")
+    assert data.frame_count == 3 and data.animation.durations == (50, 50, 50)
+    for got, want in zip(data.frames, _pillow_frames(tmp_path / "a.webp"), strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(read_image(tmp_path / "a.webp", frame=2).pixels, rest[1])
 
 
-def test_an_apng_is_refused(tmp_path: Path) -> None:
+def test_an_apng_is_read_frame_by_frame(tmp_path: Path) -> None:
     first, *rest = frames(2)
     first.save(tmp_path / "a.png", save_all=True, append_images=rest, duration=50)
-    with pytest.raises(ImageError, match="has 2 frames"):
-        read_image(tmp_path / "a.png")
+    data = read_image(tmp_path / "a.png")
+    assert data.frame_count == 2 and probe_image(tmp_path / "a.png").frames == 2
+    for got, want in zip(data.frames, [first, *rest], strict=True):
+        np.testing.assert_array_equal(got, np.asarray(want))
 
 
 @pytest.mark.parametrize("writer", ["tifffile", "pillow"])
-def test_a_multi_page_tiff_is_refused(tmp_path: Path, writer: str) -> None:
+def test_a_multi_page_tiff_is_read_page_by_page(tmp_path: Path, writer: str) -> None:
     path = tmp_path / "a.tif"
+    pages = frames()
     if writer == "tifffile":
-        tifffile.imwrite(path, np.stack([np.asarray(f) for f in frames()]))
+        tifffile.imwrite(path, np.stack([np.asarray(f) for f in pages]))
     else:
-        first, *rest = frames()
+        first, *rest = pages
         first.save(path, save_all=True, append_images=rest)
-    with pytest.raises(ImageError, match="has 3 frames"):
-        read_image(path)
+    data = read_image(path)
+    assert data.frame_count == 3 and probe_image(path).frames == 3
+    for got, want in zip(data.frames, pages, strict=True):
+        np.testing.assert_array_equal(got, np.asarray(want))
 
 
 def test_single_images_and_a_tiff_with_a_preview_are_read(tmp_path: Path) -> None:
@@ -181,12 +200,13 @@ def test_the_write_probe_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_an_encoder_error_names_the_output_not_the_temporary(tmp_path, monkeypatch) -> None:
-    from blurapp.io import ImageData, images, write_image
+    from blurapp.io import ImageData, write_image
+    from blurapp.io.codecs import tiff
 
     def full_disk(fh, *args, **kwargs):
         raise OSError(28, "No space left on device", fh.name)
 
-    monkeypatch.setattr(images, "_write_tifffile", full_disk)
+    monkeypatch.setattr(tiff, "write_tifffile", full_disk)
     target = tmp_path / "out.tif"
     with pytest.raises(ImageError) as info:
         write_image(target, ImageData(np.zeros((4, 4), np.float32), "tiff"), fmt="tiff")

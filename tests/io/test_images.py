@@ -92,8 +92,9 @@ def test_write_image_never_clobbers_without_overwrite(tmp_path: Path) -> None:
 def test_format_rules() -> None:
     assert format_from_path("a/b.JPEG") == "jpg"
     assert format_from_path("x.tif") == "tiff"
-    with pytest.raises(UsageError, match=r"\.gif"):
-        format_from_path("x.gif")
+    with pytest.raises(UsageError, match=r"\.xcf"):
+        format_from_path("x.xcf")
+    assert format_from_path("x.gif") == "gif" and format_from_path("x.HEIC") == "heif"
     assert output_dtype(np.float32, "png") == np.uint16
     assert output_dtype(np.uint16, "jpg") == np.uint8
     assert output_dtype(np.float64, "tiff") == np.float64
@@ -164,7 +165,7 @@ def test_png_compress_level_is_honoured(tmp_path: Path) -> None:
 
 
 def test_png_fast_decoder_leaves_palettes_and_colour_keys_to_pillow(tmp_path: Path) -> None:
-    from blurapp.io.images import _libpng_decodes
+    from blurapp.io.codecs.png import libpng_decodes as _libpng_decodes
 
     rgb = np.random.default_rng(6).integers(0, 256, (6, 7, 3)).astype(np.uint8)
     Image.fromarray(rgb).save(tmp_path / "rgb.png")
