@@ -1,0 +1,136 @@
+"""batch streams a PNG into a PNG a band of rows at a time: the same pixels as the whole-image
+path (``apply``), metadata kept, bad files reported, and only where it can."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import imagecodecs
+import numpy as np
+import pytest
+from PIL import Image, ImageCms
+
+from blurapp.batch.pipeline import (
+    BAND_TILE_SIDE,
+    EncodeSettings,
+    Job,
+    band_bytes,
+    process_file,
+    run_pipeline,
+    stream_plan,
+)
+from blurapp.core.filterspec import FilterSpec
+from blurapp.io import probe_image, read_image
+from blurapp.io.bands import spng_available
+
+pytestmark = pytest.mark.skipif(not spng_available(), reason="imagecodecs without libspng")
+
+SHAPES = [
+    ((1, 1, 3), np.uint8),
+    ((37, 1203, 3), np.uint8),  # wider than a band tile: several tiles per row
+    ((1100, 23), np.uint8),  # taller than two band tiles, grey
+    ((613, 509, 4), np.uint8),  # alpha: premultiplied on the float path
+    ((300, 700, 3), np.uint16),
+]
+
+
+def _inputs(folder: Path) -> list[tuple[Path, np.ndarray]]:
+    rng = np.random.default_rng(7)
+    made = []
+    for i, (shape, dtype) in enumerate(SHAPES):
+        top = 256 if dtype == np.uint8 else 65536
+        pixels = rng.integers(0, top, shape).astype(dtype)
+        path = folder / f"in{i}.png"
+        path.write_bytes(imagecodecs.png_encode(pixels))
+        made.append((path, pixels))
+    return made
+
+
+@pytest.mark.parametrize(
+    ("strategy", "border"), [("separable", "mirror"), ("tiled", "zero"), ("direct", "clamp")]
+)
+def test_batch_bands_equal_the_whole_image_path(gpu, tmp_path: Path, strategy, border) -> None:
+    spec = FilterSpec.create("gaussian:sigma=2", border, strategy)
+    encode = EncodeSettings()
+    inputs = _inputs(tmp_path)
+    jobs = [Job(p, tmp_path / f"band{i}.png", "png") for i, (p, _) in enumerate(inputs)]
+    records = run_pipeline(jobs, spec, encode, workers=2)
+    assert [r.status for r in records] == ["ok"] * len(jobs), [r.error for r in records]
+    for i, (path, pixels) in enumerate(inputs):
+        info = probe_image(path)
+        plan = stream_plan(path, info, "png", spec, encode, bands=True)
+        assert plan is not None and plan.kind == "png"
+        whole = tmp_path / f"whole{i}.png"
+        process_file(path, whole, "png", spec, encode)  # apply: decoded and filtered whole
+        banded = read_image(jobs[i].output).pixels
+        np.testing.assert_array_equal(banded, read_image(whole).pixels)
+        assert banded.shape == pixels.shape and banded.dtype == pixels.dtype
+        assert records[i].strategy == strategy
+
+
+def test_batch_bands_keep_the_profile_and_exif(gpu, tmp_path: Path) -> None:
+    icc = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
+    exif = Image.Exif()
+    exif[0x010F] = "Maker"
+    buf = io.BytesIO()
+    pixels = np.random.default_rng(2).integers(0, 256, (40, 50, 3)).astype(np.uint8)
+    Image.fromarray(pixels).save(buf, format="PNG", icc_profile=icc, exif=exif)
+    src = tmp_path / "meta.png"
+    src.write_bytes(buf.getvalue())
+    out = tmp_path / "out.png"
+    records = run_pipeline(
+        [Job(src, out, "png")], FilterSpec.create("box:3", strategy="separable"),
+        EncodeSettings(), workers=1,
+    )  # fmt: skip
+    assert records[0].status == "ok"
+    back = read_image(out)
+    assert back.icc_profile == icc
+    assert Image.open(out).getexif()[0x010F] == "Maker"
+
+
+def test_a_corrupt_png_fails_alone_and_leaves_no_file(gpu, tmp_path: Path) -> None:
+    good = np.random.default_rng(3).integers(0, 256, (700, 90, 3)).astype(np.uint8)
+    data = bytearray(imagecodecs.png_encode(good))
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    (tmp_path / "bad.png").write_bytes(bytes(data))
+    (tmp_path / "good.png").write_bytes(imagecodecs.png_encode(good))
+    out = tmp_path / "out"
+    out.mkdir()
+    jobs = [Job(tmp_path / n, out / n, "png") for n in ("bad.png", "good.png")]
+    records = run_pipeline(jobs, FilterSpec.create("box:3", strategy="separable"),
+                           EncodeSettings(), workers=2)  # fmt: skip
+    assert [r.status for r in records] == ["failed", "ok"]
+    assert "bad.png" in (records[0].error or "") and "\n" not in (records[0].error or "")
+    assert sorted(p.name for p in out.iterdir()) == ["good.png"]
+
+
+def test_only_png_into_png_streams_in_bands(tmp_path: Path) -> None:
+    pixels = np.zeros((40, 30, 3), np.uint8)
+    png = tmp_path / "a.png"
+    png.write_bytes(imagecodecs.png_encode(pixels))
+    Image.fromarray(pixels).quantize(4).save(tmp_path / "palette.png")
+    info = probe_image(png)
+    encode = EncodeSettings()
+    cpu = FilterSpec.create("box:3", strategy="cpu")
+    assert stream_plan(png, info, "png", cpu, encode, bands=True).kind == "png"
+    assert stream_plan(png, info, "png", cpu, encode) is None  # apply: the whole image
+    assert stream_plan(png, info, "jpg", cpu, encode, bands=True) is None
+    wrap = FilterSpec.create("box:3", "wrap", "cpu")  # the first rows' halo is the last rows
+    assert stream_plan(png, info, "png", wrap, encode, bands=True) is None
+    palette = tmp_path / "palette.png"
+    assert stream_plan(palette, probe_image(palette), "png", cpu, encode, bands=True) is None
+
+
+def test_a_4k_photo_in_bands_needs_a_fraction_of_the_whole_image() -> None:
+    from blurapp.core.tiling import plan_grid
+    from blurapp.pipeline import working_bytes
+
+    spec = FilterSpec.create("gaussian:sigma=2", strategy="separable")
+    grid = plan_grid(2160, 3840, spec.effective_kernel.shape, max_tile_side=BAND_TILE_SIDE)
+    u8 = np.dtype(np.uint8)
+    banded = band_bytes(grid, 3, u8, spec, u8)
+    # The whole image's: its pixels in flight and its GPU resources counted as band_bytes does
+    # (four RGBA float images' worth, in host memory on lavapipe).
+    whole = working_bytes(3840, 2160, 3, u8, spec, u8) + 3840 * 2160 * 16 * 4
+    assert banded < whole / 10 and banded < 64 * 2**20
