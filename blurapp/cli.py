@@ -54,11 +54,21 @@ def _cmd_kernel(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from blurapp.gpu.info import adapter_report, format_report
+    from blurapp.gpu.info import format_report
+    from blurapp.io import codecs
+
+    if args.formats:  # no adapter needed
+        report: dict[str, object] = {"formats": codecs.format_lines()}
+        if args.json:
+            report = {"formats": codecs.format_report()}
+        print(json.dumps(report, indent=2) if args.json else format_report(report))
+        return 0
+    from blurapp.gpu.info import adapter_report
 
     report = adapter_report()
     if args.size:
         report["tiles"] = _tile_report(args)
+    report["formats"] = codecs.format_report() if args.json else codecs.format_lines()
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0
 
@@ -158,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", default="gaussian:sigma=2", metavar="SPEC", help="kernel for --size")
     p.add_argument("--strategy", default="auto", metavar="S", help="strategy for --size")
     p.add_argument("--max-tile-side", type=int, metavar="N", help="as apply's, for --size")
+    p.add_argument(
+        "--formats",
+        action="store_true",
+        help="only the image formats: extensions, pixel types, metadata, frames (no GPU needed)",
+    )
     p.set_defaults(func=_cmd_info)
 
     _add_optional(sub, "bench", "blurapp.bench", "time strategies × sizes × radii", _cmd_bench)

@@ -2,7 +2,7 @@
 atomic writer that every output of blurapp goes through (DESIGN.md, "Layers").
 
 ``blurapp.io.images`` reads and writes images through the codec registry ``blurapp.io.codecs``
-(one module per format: PNG, JPEG, TIFF, WebP, BMP, ``.npy``, HEIC/HEIF, AVIF, GIF, camera raw);
+(one module per format, camera raw read only);
 ``blurapp.io.kernels`` writes kernel JSON files; ``blurapp.io.atomic`` holds the writer and the
 never-overwrite rule (:func:`check_output` before any work, :func:`atomic_output` to write);
 ``blurapp.io.tiffstream`` reads and writes large TIFFs a region at a time.

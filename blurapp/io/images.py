@@ -1,6 +1,5 @@
 """Read and write image files faithfully, atomically, through the codec registry
-(:mod:`blurapp.io.codecs`: PNG, JPEG, TIFF, WebP, BMP, ``.npy``, HEIC/HEIF, AVIF, GIF, and camera
-raw read only).
+(:mod:`blurapp.io.codecs`, which knows every format blurapp reads and writes).
 
 Pixels come back as numpy arrays in their stored type (uint8, uint16, float32, float64), H×W for
 grey and H×W×C otherwise, where C is 2 (grey+alpha), 3 (RGB) or 4 (RGBA); palettes are expanded

@@ -32,6 +32,7 @@ from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.io import (
     ImageData,
+    codecs,
     format_from_path,
     read_image,
     save_kernel,
@@ -53,15 +54,15 @@ __all__ = [
 
 MAX_RECENT = 8
 SAMPLE = ("samples", "astronaut.png")
-SAVE_FILTERS = {
-    "png": "PNG image (*.png)",
-    "jpg": "JPEG image (*.jpg *.jpeg)",
-    "tiff": "TIFF image (*.tif *.tiff)",
-    "webp": "WebP image (*.webp)",
-    "bmp": "BMP image (*.bmp)",
-    "npy": "NumPy array (*.npy)",
-}
-OPEN_FILTER = "Images (*.png *.jpg *.jpeg *.tif *.tiff *.webp *.bmp *.npy);;All files (*)"
+#: The save dialog's file types and the open dialog's filter, from the codec registry.
+SAVE_FILTERS = {name: c.dialog_filter() for name, c in codecs.CODECS.items() if c.writes}
+OPEN_FILTER = ";;".join(
+    [
+        f"Images ({' '.join(c.patterns() for c in codecs.CODECS.values())})",
+        *(c.dialog_filter() for c in codecs.CODECS.values()),
+        "All files (*)",
+    ]
+)
 KERNEL_FILTER = "Kernel JSON (*.json)"
 
 

@@ -35,9 +35,11 @@ __all__ = [
     "ReadOptions",
     "WriteOptions",
     "codec_for_extension",
+    "format_lines",
     "format_report",
     "format_table",
     "get_codec",
+    "labels",
     "readable_extensions",
     "sniff",
     "writable_formats",
@@ -122,6 +124,30 @@ def format_report() -> list[dict[str, object]]:
             }
         )
     return report
+
+
+def format_lines() -> dict[str, str]:
+    """One line per format for ``blurapp info``: label, extensions, types, channels, metadata,
+    frames, whether it writes, and why it would not work here."""
+    lines = {}
+    for entry in format_report():
+        why = entry["available"]
+        lines[str(entry["format"])] = "  ".join(
+            [
+                str(entry["label"]),
+                " ".join(entry["extensions"]),  # type: ignore[arg-type]
+                "/".join(entry["dtypes"]),  # type: ignore[arg-type]
+                "channels " + ",".join(map(str, entry["channels"])),  # type: ignore[arg-type]
+                "keeps " + (",".join(entry["metadata"]) or "no metadata"),  # type: ignore[arg-type]
+                "frames" if entry["frames"] else "one image",
+                ("writes" + (" (lossy)" if entry["lossy"] else ""))
+                if entry["writes"]
+                else "read only",
+                f"via {entry['library']}",
+                *([] if why == "yes" else [f"UNAVAILABLE: {why}"]),
+            ]
+        )
+    return lines
 
 
 def format_table() -> str:

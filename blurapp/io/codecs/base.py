@@ -153,6 +153,8 @@ class Codec:
     name: ClassVar[str]
     #: The name users know it by.
     label: ClassVar[str]
+    #: What a file dialog calls its files.
+    description: ClassVar[str] = ""
     #: Extensions in lower case, with the dot; the first is the one written.
     extensions: ClassVar[tuple[str, ...]]
     #: The magic bytes, as said in ``blurapp info`` and the README (``sniff`` checks them).
@@ -224,6 +226,15 @@ class Codec:
         """Write ``data`` (its pixels already of :meth:`output_dtype` and :meth:`fit_channels`)
         into the open file ``fh``."""
         raise ImageError(f"blurapp cannot write {self.label} files")
+
+    def dialog_filter(self) -> str:
+        """A file dialog's filter for the format, both cases of each extension (a phone's
+        ``IMG_0001.HEIC``): "HEIC/HEIF image (*.heic *.HEIC ...)"."""
+        return f"{self.description or self.label + ' image'} ({self.patterns()})"
+
+    def patterns(self) -> str:
+        """The extensions as globs, lower and upper case."""
+        return " ".join(f"*{e} *{e.upper()}" for e in self.extensions)
 
     def __repr__(self) -> str:
         return f"<codec {self.name}>"

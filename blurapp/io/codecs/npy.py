@@ -17,6 +17,7 @@ class NpyCodec(Codec):
     extensions = (".npy",)
     magic = "93 4E 55 4D 50 59 (\\x93NUMPY)"
     dtypes = ("uint8", "uint16", "float32", "float64")
+    description = "NumPy array"
     library = "numpy"
 
     def sniff(self, head: bytes, path: Path) -> bool:

@@ -64,6 +64,7 @@ class RawCodec(Codec):
     )
     dtypes = ("uint16",)
     channels = (3,)
+    description = "Camera raw"
     library = "rawpy (LibRaw)"
     writes = False
 
