@@ -19,7 +19,7 @@ from blurapp.core.errors import GpuUnavailableError, StrategyError, UsageError
 from blurapp.core.kernel import Kernel
 from blurapp.core.lowrank import low_rank
 from blurapp.core.numbers import beyond_float32, from_float, to_float
-from blurapp.core.planner import DeviceLimits, Plan, plan
+from blurapp.core.planner import DeviceLimits, Plan, choose
 from blurapp.core.reference import correlate_float
 from blurapp.core.tiling import WHOLE_IMAGE_TEXELS, TileGrid, plan_grid
 from blurapp.core.timing import PassTiming, Timing
@@ -109,10 +109,15 @@ def release_gpu_memory() -> None:
         get_filter().clear()
 
 
-def plan_for(kernel: Kernel | str, *, tolerance: float | None = None) -> Plan:
+def plan_for(
+    kernel: Kernel | str,
+    *,
+    tolerance: float | None = None,
+    size: tuple[int, int] | None = None,
+) -> Plan:
     """What ``auto`` would run for ``kernel`` (lowrank within ``tolerance``) on this machine,
-    and why."""
-    return plan(as_kernel(kernel), gpu_limits(), tolerance=tolerance)
+    on a (width, height) image of ``size`` (``None``: times per megapixel), and why."""
+    return choose(as_kernel(kernel), gpu_limits(), size=size, tolerance=tolerance)
 
 
 def filter_float(
@@ -182,8 +187,9 @@ def filter_float(
         strategy = strategies.CPU
         reason = "pixel values beyond float32 (±3.4e38): the float64 reference"
     elif info.runs_on == "planner":
-        chosen = plan(kernel, gpu_limits(), tolerance=tolerance)
-        strategy, reason = chosen.strategy, chosen.reason
+        size = (int(x.shape[1]), int(x.shape[0]))
+        chosen = choose(kernel, gpu_limits(), size=size, tolerance=tolerance)
+        strategy, reason = chosen.strategy, chosen.explained
         tile = tile if tile is not None else chosen.tile
     if strategy == strategies.LOWRANK and not reason:
         reason = low_rank(kernel, tolerance).describe()  # the k and the error it promises

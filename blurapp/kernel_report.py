@@ -132,4 +132,7 @@ def format_kernel_report(report: dict[str, Any]) -> str:
         plan = report["plan"]
         tile = f" (tile {plan['tile']})" if plan["tile"] else ""
         lines.append(f"plan     {plan['strategy']}{tile}: {plan['reason']}")
+        if plan.get("predicted_ms"):
+            times = ", ".join(f"{n} {ms:.3g} ms" for n, ms in plan["predicted_ms"].items())
+            lines.append(f"         predicted per megapixel ({plan['table']} costs): {times}")
     return "\n".join(lines)

@@ -1,29 +1,32 @@
-"""Pick a strategy and a tile for a kernel from its rank and a small cost model, and say why.
+"""Pick the strategy ``auto`` runs: the cheapest registered one by the cost of its passes, and
+say why, with the predicted times.
 
-The model gives each strategy a time per output pixel, a + b · taps, in units of one direct
-tap, fitted to ``blurapp bench`` on lavapipe at 1024×1024 (docs/PERFORMANCE.md, "How auto
-chooses"): direct reads every tap from global memory (b = 1) but has little else to do; tiled
-pays for its halo load and barrier (a = 10) and then reads taps from workgroup memory at half
-the cost; each separable pass costs a little more than a copy and then almost nothing per tap.
-So separable wins for every rank-1 kernel but 1×1, direct for small non-separable kernels (3×3)
-and tiled from 5×5 up. A kernel of low rank k (:mod:`blurapp.core.lowrank`) costs k separable
-pairs plus the running sum each later pair reads back: lowrank wins once its taps outgrow
-k(rows + cols). ``fft`` costs a + b·log2(block) per pixel of its transform blocks, whatever the
-kernel; it is considered only when the registry has it (:func:`fft_cost`). Images with NaN or
-Inf get the same plan: blurapp.engine places their non-finite outputs exactly whatever runs
-(:mod:`blurapp.core.nonfinite`). It is deliberately simple: its job is to make the choice that
-bench confirms and explain it in one line.
+One rule: every GPU strategy registers a cost model (:func:`register_cost_model`; each one lives
+beside its passes in a module of :mod:`blurapp.gpu.strategies`). A model turns a kernel, the
+device's limits and an image size into linear *features* (output pixels, taps read, passes,
+transform elements...); a :class:`CostTable` holds each feature's coefficient. The predicted
+time of a strategy is the sum of its features times their coefficients; :func:`choose` runs the
+cheapest one that can run the kernel, and its :class:`Plan` carries the predicted times of all
+of them. The table is the built-in one (coefficients fitted to ``blurapp bench`` on lavapipe,
+in units of one direct tap per output pixel, about :data:`BUILTIN_UNIT_NS` ns there) until the
+adapter at hand is calibrated (:mod:`blurapp.gpu.calibration` measures it and installs its table
+with :func:`use_table`). With no adapter, or no registered model, ``cpu`` (the float64
+reference) runs. Images with NaN or Inf get the same plan: blurapp.engine places their
+non-finite outputs exactly whatever runs (:mod:`blurapp.core.nonfinite`).
+
+This module is numpy only: it never imports the GPU package; it sees what registered itself.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from blurapp.core import lowrank
 from blurapp.core.errors import StrategyError
-from blurapp.core.strategies import LOWRANK, STRATEGIES
+from blurapp.core.strategies import CPU, STRATEGIES
 
 if TYPE_CHECKING:
     from blurapp.core.kernel import Kernel
@@ -31,36 +34,15 @@ if TYPE_CHECKING:
 TILE_SIDES = (32, 16, 8)
 VEC4_TEXEL_BYTES = 16  # one vec4<f32> of workgroup memory
 SCALAR_TEXEL_BYTES = 4  # one f32: the channels are then processed one at a time
-# Cost per output pixel = FIXED + TAP × taps, in units of one direct tap. Bench, 1024×1024 RGBA
-# f32: direct 39 ms at 3 taps, 73 at 9, 150 at 25, 306 at 49, 620 at 81 (~6 ms a tap); tiled 67,
-# 95, 153, 225, 324; separable 28-40 ms for 3×1 up to 17×17.
-DIRECT_FIXED = 3.0  # indexing, border mapping and the store
-TILED_FIXED = 10.0  # the cooperative halo load, the barrier and the block's stores
-TILED_TAP = 0.5  # a workgroup-memory read and a multiply-add
-LINE_FIXED = 2.1  # per 1-D pass: its reads (a run of outputs shares them) and its store
-LINE_TAP = 0.075  # a multiply-add on registers
-# The scalar halo is loaded and synchronised once per channel: an overhead per tile that
-# small tiles amortise badly (bench on lavapipe, 256×256: 49×49 at T=32 scalar 0.78 × direct's
-# time, 65×65 at T=16 scalar 1.19 ×). Modelled as a factor 1 + SCALAR_TILE_COST / T on tiled's taps.
-SCALAR_TILE_COST = 20.0
 BAKED_TAPS = 65  # up to this many taps a 1-D pass has its weights baked in and unrolled
-# lowrank, per pair: its two 1-D passes read their weights from a buffer and write f32
-# intermediates the next pass reads; each pair after the first also reads the running sum back
-# in its column pass, which doubles that pass on lavapipe. Fitted to one interleaved run at
-# 1024×1024 RGBA f32 (docs/PERFORMANCE.md): a 9-tap pair 53 ms, its column pass 27 ms alone and
-# 51-62 ms adding the sum; disk r=4 (k=5) 374 ms of passes, laplacian (k=2) 134 ms, where
-# direct took 316 and 46 ms (3.75 ms a tap).
-LOWRANK_FIXED = 13.0
-LOWRANK_TAP = 0.3
-LOWRANK_SUM = 7.0
-# fft: per output pixel (FFT_FIXED + FFT_LOG2 * log2(block)) * block² / (block - K + 1)², the
-# transform's passes over a block and its overlap. Placeholders until the fft strategy exists
-# and bench fits them (docs/PERFORMANCE.md); the planner only uses them when "fft" is in the
-# registry.
 FFT = "fft"
-FFT_FIXED = 35.0
-FFT_LOG2 = 4.0
-FFT_MAX_BLOCK = 1024
+FFT_MAX_BLOCK = 1024  # the largest block side the size-less estimate (:func:`fft_block`) assumes
+#: Nanoseconds of one built-in cost unit (one direct tap per output pixel): lavapipe on this
+#: project's 2-core VM, bench at 1024×1024 RGBA f32 (direct: ~6 ms a tap).
+BUILTIN_UNIT_NS = 6.0
+#: The image size a plan made without one assumes (the built-in coefficients' fitting size).
+REFERENCE_SIZE = (1024, 1024)
+BUILTIN = "built-in"
 
 
 def line_block(taps: int) -> int:
@@ -172,38 +154,284 @@ def choose_tile(
     )
 
 
-def lowrank_cost(k: int, kernel_shape: tuple[int, int]) -> float:
-    """Modelled cost per pixel of k separable pairs summed on the GPU (units of a direct tap)."""
-    rows, cols = kernel_shape
-    return k * (LOWRANK_FIXED + LOWRANK_TAP * (rows + cols)) + (k - 1) * LOWRANK_SUM
+# -- cost models and tables ----------------------------------------------------------------
 
 
-def fft_block(kernel_shape: tuple[int, int]) -> int:
-    """The transform block side the cost model assumes: the cheapest power of two that holds
-    the kernel twice, up to FFT_MAX_BLOCK (see :func:`fft_cost`)."""
-    side = max(kernel_shape)
-    best, best_cost = 0, math.inf
-    block = 1 << max(3, math.ceil(math.log2(2 * side)))
-    while block <= max(FFT_MAX_BLOCK, 2 * side):
-        cost = _fft_block_cost(block, side)
-        if cost < best_cost:
-            best, best_cost = block, cost
-        block *= 2
-    return best
+@dataclass(frozen=True)
+class Estimate:
+    """What a cost model says about one run: its features, and what the plan needs.
+
+    Attributes:
+        features: feature name -> amount for the whole run (output pixels, taps read, passes,
+            transform elements...); the predicted cost is their sum weighted by the table's
+            coefficients of the strategy.
+        tile: the tile side the run would use (``tiled``), else ``None``.
+        detail: what the strategy's reason words (a TileChoice, a lowrank choice, a block plan).
+    """
+
+    features: Mapping[str, float]
+    tile: int | None = None
+    detail: Any = None
 
 
-def _fft_block_cost(block: int, side: int) -> float:
-    valid = block - side + 1
-    return (FFT_FIXED + FFT_LOG2 * math.log2(block)) * block * block / (valid * valid)
+class CostModel(Protocol):
+    """A strategy's cost model (in practice the strategy itself, :mod:`blurapp.gpu.strategies`)."""
+
+    name: str
+    builtin: Mapping[str, float]
+
+    def estimate(
+        self, kernel: Kernel, limits: DeviceLimits, size: tuple[int, int],
+        tolerance: float | None = None,
+    ) -> Estimate | None: ...  # fmt: skip
+
+    def explain(self, kernel: Kernel, ctx: Context) -> str: ...
 
 
-def fft_cost(kernel_shape: tuple[int, int]) -> float | None:
-    """Modelled cost per pixel of ``fft`` (units of a direct tap), or ``None`` while the
-    registry has no ``fft`` strategy. The form a + b·log2(block) per transformed pixel, times
-    the overlap of the blocks, is fitted with bench once it exists."""
-    if FFT not in STRATEGIES:
-        return None
-    return _fft_block_cost(fft_block(kernel_shape), max(kernel_shape))
+#: name -> the registered cost model of each GPU strategy (filled as their modules import).
+COST_MODELS: dict[str, CostModel] = {}
+
+
+def register_cost_model(model: CostModel) -> None:
+    """Make ``model`` one of the strategies :func:`choose` compares (its ``name`` must be an
+    entry of the registry of names; a second registration replaces the first)."""
+    if model.name not in STRATEGIES:
+        raise StrategyError(f"cost model {model.name!r} is not in the registry of strategies")
+    COST_MODELS[model.name] = model
+
+
+@dataclass(frozen=True)
+class CostTable:
+    """Coefficients of every strategy's features, and the unit they are in.
+
+    Attributes:
+        name: what the table is, as plans and ``blurapp info`` say it (``"built-in"``, or
+            ``"calibrated for ADAPTER (BACKEND)"``).
+        unit_ns: nanoseconds of one unit of cost (the built-in table: one direct tap per pixel
+            on lavapipe, :data:`BUILTIN_UNIT_NS`; a calibrated one counts in nanoseconds, 1.0).
+        coefficients: strategy -> feature -> coefficient. A strategy or feature missing from it
+            takes its model's built-in coefficient, converted to this unit.
+    """
+
+    name: str = BUILTIN
+    unit_ns: float = BUILTIN_UNIT_NS
+    coefficients: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def coefficient(self, model: CostModel, feature: str) -> float:
+        own = self.coefficients.get(model.name, {})
+        if feature in own:
+            return float(own[feature])
+        return float(model.builtin.get(feature, 0.0)) * BUILTIN_UNIT_NS / self.unit_ns
+
+    def cost(self, model: CostModel, estimate: Estimate) -> float:
+        """The predicted cost of ``estimate`` in this table's unit."""
+        return sum(self.coefficient(model, f) * v for f, v in estimate.features.items())
+
+    @property
+    def calibrated(self) -> bool:
+        return self.name != BUILTIN
+
+
+BUILTIN_TABLE = CostTable()
+_table_lock = threading.Lock()
+_active_table: CostTable | None = None
+
+
+def use_table(table: CostTable | None) -> None:
+    """Make ``table`` the one :func:`choose` uses by default (``None``: the built-in one)."""
+    global _active_table
+    with _table_lock:
+        _active_table = table
+
+
+def active_table() -> CostTable:
+    """The table plans use now: a calibrated one once installed, else the built-in one."""
+    with _table_lock:
+        return _active_table or BUILTIN_TABLE
+
+
+def _models() -> list[CostModel]:
+    """The registered models of GPU strategies in the registry, in the registry's order."""
+    return [
+        COST_MODELS[name]
+        for name, info in STRATEGIES.items()
+        if info.runs_on == "gpu" and name in COST_MODELS
+    ]
+
+
+def estimates(
+    kernel: Kernel,
+    limits: DeviceLimits,
+    *,
+    size: tuple[int, int] | None = None,
+    tolerance: float | None = None,
+    table: CostTable | None = None,
+) -> dict[str, tuple[Estimate, float]]:
+    """``{strategy: (estimate, cost)}`` of every registered strategy that can run ``kernel`` on
+    a (width, height) image of ``size`` (``None``: :data:`REFERENCE_SIZE`), cost in ``table``'s
+    unit (``None``: :func:`active_table`), in the registry's order."""
+    table = table or active_table()
+    size = size or REFERENCE_SIZE
+    found: dict[str, tuple[Estimate, float]] = {}
+    for model in _models():
+        if STRATEGIES[model.name].why_not(kernel, tolerance) is not None:
+            continue
+        try:
+            est = model.estimate(kernel, limits, size, tolerance)
+        except StrategyError:
+            est = None
+        if est is not None:
+            found[model.name] = (est, table.cost(model, est))
+    return found
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a strategy's :meth:`explain` may say: the kernel's rank and size, every estimate."""
+
+    kernel: Kernel
+    limits: DeviceLimits
+    rank: int
+    size: str  # "17×17", columns × rows
+    taps: int
+    pixels: int
+    table: CostTable
+    found: Mapping[str, tuple[Estimate, float]]
+    chosen: str
+
+    @property
+    def unit(self) -> str:
+        return "direct taps" if self.table.unit_ns == BUILTIN_UNIT_NS else "ns"
+
+    def per_pixel(self, name: str) -> float:
+        """``name``'s predicted cost per output pixel, in :attr:`unit`."""
+        return self.found[name][1] / self.pixels
+
+    def estimate(self, name: str) -> Estimate | None:
+        got = self.found.get(name)
+        return None if got is None else got[0]
+
+    def rival(self) -> str | None:
+        """The cheapest strategy other than the chosen one, or ``None``."""
+        others = [(c, n) for n, (_, c) in self.found.items() if n != self.chosen]
+        return min(others)[1] if others else None
+
+    def registered(self, name: str) -> bool:
+        return name in COST_MODELS and name in STRATEGIES
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The strategy ``auto`` runs, the tile for ``tiled``, a one-line reason, and the times.
+
+    Attributes:
+        strategy: what runs.
+        tile: the tile side for ``tiled``, else ``None``.
+        reason: why, in one line.
+        predicted: ``(strategy, ms)`` of every strategy that could run, cheapest first, for the
+            plan's image size (per megapixel when it was made without one).
+        table: the cost table's name (``"built-in"`` or ``"calibrated for ..."``).
+        size: the (width, height) the times are for, or ``None`` (per megapixel).
+    """
+
+    strategy: str
+    tile: int | None
+    reason: str
+    predicted: tuple[tuple[str, float], ...] = ()
+    table: str = ""
+    size: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if STRATEGIES.get(self.strategy) is None or STRATEGIES[self.strategy].runs_on == "planner":
+            raise ValueError(f"the planner chose {self.strategy!r}, which is not a strategy")
+
+    @property
+    def times(self) -> str:
+        """The predicted times in words (``""`` when there are none)."""
+        if not self.predicted:
+            return ""
+        where = f"{self.size[0]}×{self.size[1]}" if self.size else "per megapixel"
+        shown = ", ".join(f"{name} {_ms(ms)}" for name, ms in self.predicted)
+        return f"predicted {where} ({self.table} costs): {shown}"
+
+    @property
+    def explained(self) -> str:
+        """The reason and the predicted times, one line."""
+        return f"{self.reason}; {self.times}" if self.predicted else self.reason
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "strategy": self.strategy,
+            "tile": self.tile,
+            "reason": self.reason,
+            "predicted_ms": dict(self.predicted),
+            "table": self.table,
+            "size": list(self.size) if self.size else None,
+        }
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.3g} ms" if ms < 1000 else f"{ms:,.0f} ms"
+
+
+def choose(
+    kernel: Kernel,
+    limits: DeviceLimits | None,
+    *,
+    size: tuple[int, int] | None = None,
+    tolerance: float | None = None,
+    table: CostTable | None = None,
+) -> Plan:
+    """The cheapest registered strategy for ``kernel`` on a (width, height) image of ``size``.
+
+    Arguments:
+        kernel: the kernel to run.
+        limits: the adapter's limits, or ``None`` when there is no adapter (``cpu`` then).
+        size: the image's (width, height); ``None``: :data:`REFERENCE_SIZE`, and the plan's
+            times are per megapixel.
+        tolerance: the error lowrank may make (``--tolerance``; ``None``: the default).
+        table: the cost table (``None``: :func:`active_table`).
+
+    Returns:
+        A :class:`Plan`: the strategy whose predicted cost is least (ties: the registry's
+        order), the reason its cost model words, and every candidate's predicted time.
+    """
+    if limits is None:
+        return Plan(CPU, None, "no GPU adapter: the float64 numpy reference runs on the CPU")
+    table = table or active_table()
+    width, height = size or REFERENCE_SIZE
+    found = estimates(kernel, limits, size=(width, height), tolerance=tolerance, table=table)
+    if not found:
+        why = "no GPU strategy is registered" if not _models() else "no GPU strategy can run it"
+        return Plan(CPU, None, f"{why}: the float64 numpy reference runs on the CPU")
+    chosen = min(found, key=lambda n: found[n][1])  # min keeps the first of equal costs
+    rows, cols = kernel.shape
+    ctx = Context(
+        kernel, limits, kernel.separability.rank, f"{cols}×{rows}", rows * cols,
+        width * height, table, found, chosen,
+    )  # fmt: skip
+    scale = table.unit_ns / 1e6 * (1.0 if size else 1e6 / (width * height))
+    predicted = tuple(sorted(((n, c * scale) for n, (_, c) in found.items()), key=lambda t: t[1]))
+    est = found[chosen][0]
+    return Plan(
+        chosen, est.tile, COST_MODELS[chosen].explain(kernel, ctx), predicted, table.name,
+        (width, height) if size else None,
+    )  # fmt: skip
+
+
+def plan(
+    kernel: Kernel,
+    limits: DeviceLimits | None,
+    *,
+    tolerance: float | None = None,
+) -> Plan:
+    """:func:`choose` without an image size (the reference size; times per megapixel).
+
+    Returns:
+        A :class:`Plan` with its reason, e.g. ``"rank 1, 17×17 taps: separable does 34
+        multiply-adds per pixel instead of 289"``.
+    """
+    return choose(kernel, limits, tolerance=tolerance)
 
 
 def cost(
@@ -213,162 +441,103 @@ def cost(
     *,
     tolerance: float | None = None,
 ) -> float:
-    """The model's time per output pixel of ``strategy`` on ``kernel``, in direct taps (what
-    :func:`plan` compares; ``auto``: the strategy it plans). ``math.inf`` where the strategy
-    cannot run the kernel. For callers that size work by time (the live preview's tiles)."""
+    """The built-in table's cost per output pixel of ``strategy`` on ``kernel``, in direct taps
+    (``auto``: the strategy it plans; the reference costs about one unit per tap). ``math.inf``
+    where the strategy cannot run the kernel. For callers that size work by time; see
+    :func:`predict_ms` for times on the adapter's own table."""
     limits = limits or DeviceLimits()
-    rows, cols = kernel.shape
-    taps = rows * cols
     info = STRATEGIES[strategy]
     if info.runs_on == "planner":
-        strategy = plan(kernel, limits, tolerance=tolerance).strategy
+        strategy = choose(kernel, limits, tolerance=tolerance, table=BUILTIN_TABLE).strategy
         info = STRATEGIES[strategy]
-    if info.why_not(kernel, tolerance) is not None:
-        return math.inf
-    if strategy == "tiled":
-        try:
-            choice = choose_tile((rows, cols), limits)
-        except StrategyError:
-            return math.inf
-        per_tap = TILED_TAP
-        if choice.layout == "scalar":
-            per_tap *= 1.0 + SCALAR_TILE_COST / choice.tile
-        return TILED_FIXED + taps * per_tap
-    if info.needs_rank1:  # two 1-D passes (transpose adds two copies)
-        passes = 2 * LINE_FIXED + LINE_TAP * (rows + cols)
-        return passes + (2 * LINE_FIXED if strategy == "transpose" else 0.0)
-    if strategy == LOWRANK:
-        return lowrank_cost(lowrank.low_rank(kernel, tolerance).k, (rows, cols))
-    if strategy == FFT:
-        found = fft_cost((rows, cols))
-        return math.inf if found is None else found
-    return DIRECT_FIXED + taps  # direct; the reference costs about as much per tap
+    if info.runs_on == "cpu":
+        rows, cols = kernel.shape
+        return rows * cols + 3.0
+    found = estimates(kernel, limits, tolerance=tolerance, table=BUILTIN_TABLE).get(strategy)
+    return math.inf if found is None else found[1] / (REFERENCE_SIZE[0] * REFERENCE_SIZE[1])
 
 
-@dataclass(frozen=True)
-class Plan:
-    """The strategy ``auto`` runs, the tile for ``tiled``, and a one-line reason."""
-
-    strategy: str
-    tile: int | None
-    reason: str
-
-    def __post_init__(self) -> None:
-        if STRATEGIES.get(self.strategy) is None or STRATEGIES[self.strategy].runs_on == "planner":
-            raise ValueError(f"the planner chose {self.strategy!r}, which is not a strategy")
-
-    def to_dict(self) -> dict[str, object]:
-        return {"strategy": self.strategy, "tile": self.tile, "reason": self.reason}
-
-
-def plan(
+def predict_ms(
+    strategy: str,
     kernel: Kernel,
-    limits: DeviceLimits | None,
+    limits: DeviceLimits,
+    size: tuple[int, int],
     *,
     tolerance: float | None = None,
-) -> Plan:
-    """Choose a strategy for ``kernel`` on a device with ``limits`` (``None``: no GPU).
+    table: CostTable | None = None,
+) -> float:
+    """Predicted milliseconds of ``strategy`` (``auto``: what it would pick) on a (width,
+    height) image on this adapter's table (``None``: :func:`active_table`); ``math.inf`` where
+    it cannot run; the reference costs :data:`BUILTIN_UNIT_NS` / 2 ns per tap and pixel."""
+    table = table or active_table()
+    if STRATEGIES[strategy].runs_on == "planner":
+        strategy = choose(kernel, limits, size=size, tolerance=tolerance, table=table).strategy
+    if STRATEGIES[strategy].runs_on == "cpu":
+        rows, cols = kernel.shape
+        return size[0] * size[1] * rows * cols * BUILTIN_UNIT_NS / 2 / 1e6
+    found = estimates(kernel, limits, size=size, tolerance=tolerance, table=table).get(strategy)
+    return math.inf if found is None else found[1] * table.unit_ns / 1e6
 
-    Arguments:
-        kernel: the kernel to run.
-        limits: the adapter's limits, or ``None`` when there is no adapter.
-        tolerance: the error lowrank may make (``--tolerance``; ``None``: the default).
 
-    Returns:
-        A :class:`Plan` with its reason, e.g. ``"rank 1, 17×17 taps: separable does 34
-        multiply-adds per pixel instead of 289"``.
-    """
-    rows, cols = kernel.shape
-    taps = rows * cols
-    if limits is None:
-        return Plan("cpu", None, "no GPU adapter: the float64 numpy reference runs on the CPU")
-    rank = kernel.separability.rank
-    size = f"{cols}×{rows}"
-    if taps == 1:
-        return Plan("direct", None, "1×1 kernel: one tap per pixel, nothing to share; direct")
+# -- the built-in model's closed forms (docs/PERFORMANCE.md, "How auto chooses") --------------
 
-    direct_cost = DIRECT_FIXED + taps
-    # Two 1-D passes cost about two copies whatever the taps (LINE_TAP is small): less than
-    # one 2-D pass of any kernel larger than 1×1 (bench: box:3x1 separable 30 ms, direct 39;
-    # box:2 38 and 45; 17×17 40 and 2168).
-    if rank <= 1 and 2 * LINE_FIXED + LINE_TAP * (rows + cols) < direct_cost:
-        if rows == 1 or cols == 1:
-            n = max(rows, cols)
-            block = line_block(n)
-            reads = (block + n - 1) / block
-            return Plan(
-                "separable",
-                None,
-                f"1-D {size} kernel: separable's pass reads {reads:.2f} texels per pixel "
-                f"(a run of {block} outputs shares its loads) instead of direct's {taps}",
-            )
-        sep_taps = rows + cols
-        if sep_taps < taps:
-            why = f"separable does {sep_taps} multiply-adds per pixel instead of {taps}"
-        else:
-            why = f"two 1-D passes of {cols} and {rows} taps cost less than one 2-D pass"
-        return Plan("separable", None, f"rank {rank}, {size} taps: {why}")
 
-    tile: TileChoice | None
-    try:
-        tile = choose_tile((rows, cols), limits)
-    except StrategyError:
-        tile = None
-    tiled_cost = math.inf
-    if tile is not None:
-        per_tap = TILED_TAP
-        if tile.layout == "scalar":
-            per_tap *= 1.0 + SCALAR_TILE_COST / tile.tile
-        tiled_cost = TILED_FIXED + taps * per_tap
-    best = min(direct_cost, tiled_cost)
-    fft = fft_cost((rows, cols))
-    low = None
-    if lowrank.why_not(kernel, tolerance) is None:
-        low = lowrank.low_rank(kernel, tolerance)
-    low_cost = lowrank_cost(low.k, (rows, cols)) if low is not None else math.inf
-    if fft is not None and fft < min(best, low_cost):
-        block = fft_block((rows, cols))
-        rival = min(best, low_cost)
-        name = "lowrank" if low_cost == rival else "direct" if direct_cost == rival else "tiled"
-        return Plan(
-            FFT,
-            None,
-            f"rank {rank}, {size} taps: fft's {block}×{block} transforms cost about as much "
-            f"per pixel as {fft:.0f} direct taps, {name} {rival:.0f}",
-        )
-    if low is not None and low_cost < best:
-        return Plan(
-            LOWRANK,
-            None,
-            f"rank {rank}, {size} taps: {low.describe()}; {low.k} separable pairs do "
-            f"{low.k * (rows + cols)} multiply-adds per pixel instead of {taps}",
-        )
-    if tile is None:
-        return Plan(
-            "direct",
-            None,
-            f"rank {rank}, {size} taps: the halo does not fit workgroup memory "
-            f"({limits.workgroup_storage} bytes); direct reads every tap from global memory",
-        )
-    if tiled_cost < direct_cost:
-        per_px = halo_texels(tile.tile, (rows, cols)) / tile.tile**2
-        return Plan(
-            "tiled",
-            tile.tile,
-            f"rank {rank}, so not separable; tiled T={tile.tile} reads {per_px:.2f} texels per "
-            f"pixel from global memory instead of {taps}",
-        )
-    if tile.layout == "scalar":
-        return Plan(
-            "direct",
-            None,
-            f"rank {rank}, {size} taps: only a {tile.tile}×{tile.tile} tile with a one-channel "
-            "halo fits workgroup memory, and reloading it per channel costs more than direct's "
-            "global reads",
-        )
-    return Plan(
-        "direct",
-        None,
-        f"rank {rank}, {size} taps: too few taps for tiled's halo load and barrier to pay off; "
-        f"direct reads its {taps} taps from global memory",
-    )
+def lowrank_cost(k: int, kernel_shape: tuple[int, int]) -> float:
+    """Built-in cost per pixel of k separable pairs summed on the GPU (units of a direct tap)."""
+    c = COST_MODELS["lowrank"].builtin
+    rows, cols = kernel_shape
+    return k * (c["pair"] + c["tap"] * (rows + cols)) + (k - 1) * c["sum"]
+
+
+def fft_block(kernel_shape: tuple[int, int]) -> int:
+    """The square block side a size-less fft estimate assumes: the cheapest power of two that
+    holds the kernel twice, up to FFT_MAX_BLOCK or the first that holds it (see
+    :func:`fft_cost`); never 0, whatever the kernel."""
+    side = max(1, max(kernel_shape))
+    first = 1 << max(3, math.ceil(math.log2(2 * side)))
+    best, best_cost = first, math.inf
+    block = first
+    while block <= max(FFT_MAX_BLOCK, first):
+        found = _fft_block_cost(block, side)
+        if found < best_cost:
+            best, best_cost = block, found
+        block *= 2
+    return best
+
+
+def _fft_block_cost(block: int, side: int) -> float:
+    c = COST_MODELS[FFT].builtin
+    valid = block - side + 1
+    return (c["element"] + c["element_log2"] * math.log2(block)) * block * block / (valid * valid)
+
+
+def fft_cost(kernel_shape: tuple[int, int]) -> float | None:
+    """Built-in cost per pixel of ``fft`` with :func:`fft_block`'s block (units of a direct
+    tap): a + b·log2(block) per transformed pixel, times the overlap of the blocks; ``None``
+    while the registry has no ``fft`` strategy."""
+    if FFT not in STRATEGIES or FFT not in COST_MODELS:
+        return None
+    return _fft_block_cost(fft_block(kernel_shape), max(kernel_shape))
+
+
+# The built-in coefficients under the names this module once defined them by.
+_LEGACY = {
+    "DIRECT_FIXED": ("direct", "pixel"),
+    "TILED_FIXED": ("tiled", "pixel"),
+    "TILED_TAP": ("tiled", "tap"),
+    "LINE_FIXED": ("separable", "pass"),
+    "LINE_TAP": ("separable", "tap"),
+    "LOWRANK_FIXED": ("lowrank", "pair"),
+    "LOWRANK_TAP": ("lowrank", "tap"),
+    "LOWRANK_SUM": ("lowrank", "sum"),
+    "FFT_FIXED": (FFT, "element"),
+    "FFT_LOG2": (FFT, "element_log2"),
+}
+
+
+def __getattr__(name: str) -> float:
+    if name in _LEGACY:
+        model, feature = _LEGACY[name]
+        if model in COST_MODELS:
+            return float(COST_MODELS[model].builtin[feature])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,9 +2,9 @@
 
 The command line's choices and help, the GUI's strategy combo, comparison panes and plot
 colours, ``blurapp bench``, the planner and the tests all take their names from
-:data:`STRATEGIES`. What a GPU strategy *does* (its passes and shaders) lives in
-:mod:`blurapp.gpu.strategies`, keyed by the same names; adding a strategy is one entry here,
-one class there and its shader (docs/ARCHITECTURE.md).
+:data:`STRATEGIES`. What a GPU strategy *does* and costs (its passes, shaders and cost model)
+lives in its own module of :mod:`blurapp.gpu.strategies`, keyed by the same name; adding a
+strategy is one entry here, one module there and its shader (docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class StrategyInfo:
 
     Attributes:
         name: the name users type (``--strategy``), shown in the GUI, bench and reports.
-        runs_on: ``"gpu"`` (a class in blurapp.gpu.strategies), ``"cpu"`` (the float64 numpy
+        runs_on: ``"gpu"`` (a module of blurapp.gpu.strategies), ``"cpu"`` (the float64 numpy
             reference) or ``"planner"`` (``auto``: picks one of the others and says why).
         summary: one line on how it works (help text, tooltips, ``kernel`` output).
         colour: its colour in plots and comparison panes (``#rrggbb``).

@@ -159,6 +159,40 @@ def plan_grid(
     return TileGrid(height, width, side, halo)
 
 
+def halo_indices(
+    start: int,
+    stop: int,
+    n: int,
+    before: int,
+    after: int,
+    border: Border,
+    *,
+    cut_constant: bool = True,
+) -> tuple[np.ndarray, int]:
+    """The input indices along one axis that the outputs ``start:stop`` read: the one halo
+    index mapping of the tile loop, :mod:`blurapp.dask` and the window's crops.
+
+    Arguments:
+        start, stop: the outputs along an axis of length ``n``.
+        before, after: the kernel's extent before and after its anchor along that axis
+            (``rows // 2`` and ``rows - 1 - rows // 2`` for the rows).
+        border: the border mode; its mapping handles indices far outside (kernels larger
+            than the image).
+        cut_constant: in ``constant`` mode, cut the halo at the true edges (the filter's own
+            border handling supplies the constant there, see the module docstring); ``False``
+            keeps every index, ``-1`` marking those outside the image.
+
+    Returns:
+        ``(indices, offset)``: indices into ``[0, n)`` (or ``-1``) and where output ``start``
+        lies in them.
+    """
+    idx = np.arange(start - before, stop + after)
+    if border.mode is BorderMode.CONSTANT and cut_constant:
+        idx = idx[(idx >= 0) & (idx < n)]
+        return idx, start - int(idx[0])
+    return border.map_indices(idx, n), before
+
+
 def gather(
     pixels: np.ndarray,
     grid: TileGrid,
@@ -187,17 +221,9 @@ def gather(
     # same shape, and the device keeps one set of textures for all of them.
     cy0 = max(0, y1 - grid.side) if y1 - y0 < grid.side else y0
     cx0 = max(0, x1 - grid.side) if x1 - x0 < grid.side else x0
-    rows = np.arange(cy0 - top, y1 + bottom)
-    cols = np.arange(cx0 - left, x1 + right)
-    if border.mode is BorderMode.CONSTANT:
-        # True image edges stay to the filter's own border handling (see the module docstring).
-        rows = rows[(rows >= 0) & (rows < grid.height)]
-        cols = cols[(cols >= 0) & (cols < grid.width)]
-        origin = (y0 - int(rows[0]), x0 - int(cols[0]))
-    else:
-        rows = border.map_indices(rows, grid.height)
-        cols = border.map_indices(cols, grid.width)
-        origin = (y0 - cy0 + top, x0 - cx0 + left)
+    rows, oy = halo_indices(cy0, y1, grid.height, top, bottom, border)
+    cols, ox = halo_indices(cx0, x1, grid.width, left, right, border)
+    origin = (y0 - cy0 + oy, x0 - cx0 + ox)
     whole = rows.size == grid.height and cols.size == grid.width
     if whole and _is_range(rows) and _is_range(cols):
         return np.asarray(pixels[:, :]), origin  # the whole image as it is

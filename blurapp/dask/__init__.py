@@ -36,34 +36,14 @@ except ImportError as err:  # the optional extra
         "blurapp.dask needs Dask: pip install 'blurapp[dask]' (or 'dask[array]')"
     ) from err
 
-from blurapp.core.borders import Border, BorderMode
+from blurapp.core.borders import Border
 from blurapp.core.errors import ArrayError, ArrayTypeError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.numbers import MAX_CHANNELS, SUPPORTED_DTYPES, finite_bounds, from_float
+from blurapp.core.tiling import halo_indices
 
 __all__ = ["correlate", "halo_indices"]
-
-
-def halo_indices(start: int, stop: int, n: int, before: int, after: int, border: Border):
-    """The input indices along one axis that the outputs ``start:stop`` read.
-
-    Arguments:
-        start, stop: the output chunk along an axis of length ``n``.
-        before, after: the kernel's extent before and after the anchor along that axis.
-        border: the border mode.
-
-    Returns:
-        ``(indices, offset)``: indices into ``[0, n)`` (the border applied past the true edges;
-        in ``constant`` mode the halo is cut at the edges instead, for the filter's own border
-        handling, as :func:`blurapp.core.tiling.gather` does) and where output ``start`` lies
-        in them.
-    """
-    idx = np.arange(start - before, stop + after)
-    if border.mode is BorderMode.CONSTANT:
-        idx = idx[(idx >= 0) & (idx < n)]
-        return idx, start - int(idx[0])
-    return border.map_indices(idx, n), before
 
 
 @dataclass(frozen=True, eq=False)

@@ -297,6 +297,11 @@ class GpuFilter:
 
     ``BAKE_IN_BACKGROUND``: see :attr:`bake_in_background`.
 
+    Strategies that run themselves (``fft``: buffers and batches of its own) use the public
+    executor API: :meth:`shape_resources`, :meth:`upload`, :meth:`texture`, :meth:`make_buffer`,
+    :meth:`shader_module`, :meth:`cached_pipeline`, :meth:`pass_timer`, :meth:`take_readback`,
+    :meth:`copy_output` and :meth:`map_output`.
+
     Thread-safe: runs are serialised (the GUI's preview worker and a batch can share it).
     ``stats`` counts the GPU objects created, so that tests can check nothing is rebuilt, and
     (``*_evicted``) the cache entries dropped to stay within KEPT_PIPELINES,
@@ -567,10 +572,10 @@ class GpuFilter:
         device = self.context.device
         height, width, channels = x.shape
         fmt = STORAGE_FORMATS[storage][0]
-        res = self._resources(width, height)
+        res = self.shape_resources(width, height)
         # The passes' shaders and texture slots name their bind groups and uniforms.
         strategy_key = "/".join(f"{p.shader}:{p.src}>{p.dst}+{p.add}" for p in passes)
-        self._upload(res, x, storage, input_key, staged)
+        self.upload(res, x, storage, input_key, staged)
 
         commands = []
         for i, p in enumerate(passes):
@@ -582,7 +587,7 @@ class GpuFilter:
             commands.append((p, pipeline, bind_group))
 
         timer = self._take_timer()
-        readback = self._take_readback(res, output)
+        readback = self.take_readback(res, output)
         earlier_ms = 0.0  # the bands submitted before the last one
         # A run stopped between bands leaves its timer and readback unreturned (not reused).
         encoder = device.create_command_encoder()
@@ -607,7 +612,7 @@ class GpuFilter:
                 cpass.dispatch_workgroups(p.workgroups[0], groups, 1)
                 cpass.end()
                 encoder = timer.after_pass(encoder)
-        self._copy_output(encoder, res, output, readback)
+        self.copy_output(encoder, res, output, readback)
         timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
         mapped = readback[0].map_async(wgpu.MapMode.READ)
@@ -655,7 +660,7 @@ class GpuFilter:
             self._timers.append(timer)
         return out, pass_ms, timer.timer
 
-    def _upload(
+    def upload(
         self,
         res: _ShapeResources,
         x: np.ndarray,
@@ -667,7 +672,7 @@ class GpuFilter:
         (``staged``: ``x`` already in the texture's layout, from :func:`_staged`)."""
         height, width, channels = x.shape
         fmt, _, texel = STORAGE_FORMATS[storage]
-        in_tex, _ = self._texture(res, "input", (width, height), fmt)
+        in_tex, _ = self.texture(res, "input", (width, height), fmt)
         held = None if input_key is None else (input_key, channels)
         device = self.context.device
         if held is None or res.uploaded.get(fmt) != held:
@@ -692,13 +697,13 @@ class GpuFilter:
             self.uploads += 1
             res.uploaded[fmt] = held
 
-    def _copy_output(
+    def copy_output(
         self, encoder: Any, res: _ShapeResources, output: str, readback: tuple[Any, int]
     ) -> None:
         """Encode the copy of the output texture of format ``output`` into ``readback`` (from
-        :meth:`_take_readback`)."""
+        :meth:`take_readback`)."""
         width, height = res.width, res.height
-        out_tex, _ = self._texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])
+        out_tex, _ = self.texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])
         readback, row_bytes = readback
         encoder.copy_texture_to_buffer(
             {"texture": out_tex, "mip_level": 0, "origin": (0, 0, 0)},
@@ -711,7 +716,7 @@ class GpuFilter:
             (width, height, 1),
         )
 
-    def _map_output(
+    def map_output(
         self,
         res: _ShapeResources,
         output: str,
@@ -758,10 +763,12 @@ class GpuFilter:
 
         return count
 
-    def _resources(self, width: int, height: int) -> _ShapeResources:
+    def shape_resources(self, width: int, height: int) -> _ShapeResources:
+        """The textures, buffers and bind groups kept for one (width, height); a strategy with
+        its own run keeps its resources in the result's ``owned`` dict."""
         return self._shapes.get_or_make((width, height), lambda: _ShapeResources(width, height))
 
-    def _take_readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
+    def take_readback(self, res: _ShapeResources, output: str) -> tuple[Any, int]:
         """A readback buffer of ``output``'s format for one run in flight (under the lock);
         :meth:`_collect` gives it back."""
         import wgpu
@@ -772,7 +779,7 @@ class GpuFilter:
         _, texel = OUTPUT_FORMATS[output]
         row_bytes = math.ceil(res.width * texel / _ROW_ALIGN) * _ROW_ALIGN
         usage = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
-        return self._buffer(row_bytes * res.height, usage), row_bytes
+        return self.make_buffer(row_bytes * res.height, usage), row_bytes
 
     def _take_timer(self) -> PassTimer:
         """A pass timer for one run in flight (under the lock); :meth:`_collect` gives it back."""
@@ -781,13 +788,15 @@ class GpuFilter:
         ctx = self.context
         return PassTimer(ctx.device, _MAX_PASSES, use_timestamps=ctx.has_timestamps)
 
-    def _buffer(self, size: int, usage: int) -> Any:
+    def make_buffer(self, size: int, usage: int) -> Any:
+        """A new device buffer of ``size`` bytes (counted in ``stats["buffers"]``)."""
         self.stats["buffers"] += 1
         return self.context.device.create_buffer(size=size, usage=usage)
 
-    def _texture(
+    def texture(
         self, res: _ShapeResources, slot: str, size: tuple[int, int], fmt: str = "rgba32float"
     ) -> tuple[Any, Any]:
+        """``(texture, view)`` of texture slot ``slot`` of ``res`` (made on first use)."""
         key = (slot, size[0], size[1], fmt)
         found = res.textures.get(key)
         if found is None:
@@ -842,12 +851,12 @@ class GpuFilter:
         if needed > self._weights_capacity or not self._weights:
             self._weights_capacity = max(_WEIGHTS_CAPACITY, needed)
             self._weights = [
-                self._buffer(self._weights_capacity, usage) for _ in range(max(4, passes))
+                self.make_buffer(self._weights_capacity, usage) for _ in range(max(4, passes))
             ]
             for res in self._shapes.values():  # they bound the old buffers
                 res.bind_groups.clear()
         while len(self._weights) < passes:  # lowrank's later passes: new buffers, new indices
-            self._weights.append(self._buffer(self._weights_capacity, usage))
+            self._weights.append(self.make_buffer(self._weights_capacity, usage))
         return self._weights
 
     def _bind_group(
@@ -858,7 +867,7 @@ class GpuFilter:
         weights = self._weights_buffers(0 if p.weights is None else p.weights.nbytes, i + 1)
         key = (strategy_key, i)
         if key not in res.uniforms:
-            res.uniforms[key] = self._buffer(
+            res.uniforms[key] = self.make_buffer(
                 _PARAMS_BYTES, wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
             )
         # The pass that reads the input binds the texture of the input's storage format; the
@@ -867,11 +876,11 @@ class GpuFilter:
         dst_fmt = _dst_format(p)
         group = res.bind_groups.get((*key, src_fmt, dst_fmt))
         if group is None:
-            _, src_view = self._texture(res, p.src, p.size, src_fmt)
-            _, dst_view = self._texture(res, p.dst, p.out_size, dst_fmt)
+            _, src_view = self.texture(res, p.src, p.size, src_fmt)
+            _, dst_view = self.texture(res, p.dst, p.out_size, dst_fmt)
             extra = []
             if p.add is not None:
-                _, sum_view = self._texture(res, p.add, p.out_size)
+                _, sum_view = self.texture(res, p.add, p.out_size)
                 extra.append({"binding": 4, "resource": sum_view})
             group = self.context.device.create_bind_group(
                 layout=self._layouts_for(dst_fmt, p.add is not None)[0],
@@ -908,16 +917,27 @@ class GpuFilter:
         finally:
             self._compile_ms += (time.perf_counter() - start) * 1e3
 
-    def _compile(self, p: PassSpec) -> Any:
+    def shader_module(self, shader: str, template: tuple[tuple[str, Any], ...]) -> Any:
+        """The compiled module of ``shader`` with ``template``'s parameters (cached, bounded by
+        KEPT_SHADER_MODULES): for strategies that build pipelines of their own."""
         device = self.context.device
 
         def make_module() -> Any:
-            code = load_shader(p.shader, **dict(p.template))
-            module = device.create_shader_module(label=p.shader, code=code)
+            code = load_shader(shader, **dict(template))
+            module = device.create_shader_module(label=shader, code=code)
             self.stats["shader_modules"] += 1
             return module
 
-        module = self._modules.get_or_make((p.shader, p.template), make_module)
+        return self._modules.get_or_make((shader, template), make_module)
+
+    def cached_pipeline(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """The pipeline cached under ``key``, made by ``make()`` (its time added to the run's
+        ``compile_ms``) when missing; bounded by KEPT_PIPELINES with the strategies' own."""
+        return self._pipelines.get_or_make(key, lambda: self.compiling(make))
+
+    def _compile(self, p: PassSpec) -> Any:
+        device = self.context.device
+        module = self.shader_module(p.shader, p.template)
         pipeline = device.create_compute_pipeline(
             label=p.shader,
             layout=self._layouts_for(_dst_format(p), p.add is not None)[1],
@@ -926,7 +946,8 @@ class GpuFilter:
         self.stats["pipelines"] += 1
         return pipeline
 
-    def _pass_timer(self) -> PassTimer:
+    def pass_timer(self) -> PassTimer:
+        """The timer of a strategy that runs itself (used under the run's lock)."""
         if self._timer is None:
             ctx = self.context
             self._timer = PassTimer(ctx.device, _MAX_PASSES, use_timestamps=ctx.has_timestamps)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blurapp.core.errors import StrategyError
-from blurapp.gpu.strategies import OUTPUT_FORMATS, PassSpec
+from blurapp.gpu.strategies.base import OUTPUT_FORMATS, PassSpec
 
 if TYPE_CHECKING:
     from blurapp.core.borders import Border
@@ -354,15 +354,15 @@ def _buffers(engine: GpuFilter, res: Any, plan: BlockPlan) -> _Buffers:
         nr, nc = plan.block
         twiddles = {}
         for n in {nr, nc}:
-            twiddles[n] = engine._buffer(n * 8, usage)
+            twiddles[n] = engine.make_buffer(n * 8, usage)
             engine.context.device.queue.write_buffer(twiddles[n], 0, _twiddles(n).tobytes())
         found = res.owned[key] = _Buffers(
             plan=plan,
-            data=engine._buffer(plan.batch_items * nr * nc * 8, usage),
-            spectrum=engine._buffer(nr * nc * 8, usage),
+            data=engine.make_buffer(plan.batch_items * nr * nc * 8, usage),
+            spectrum=engine.make_buffer(nr * nc * 8, usage),
             spectrum_key=None,
             twiddles=twiddles,
-            params=engine._buffer(PARAMS_BYTES, wgpu.BufferUsage.UNIFORM | usage),
+            params=engine.make_buffer(PARAMS_BYTES, wgpu.BufferUsage.UNIFORM | usage),
             bind_groups={},
         )
     return found
@@ -421,15 +421,8 @@ def _layouts(engine: GpuFilter, p: PassSpec) -> tuple[Any, Any]:
 def _pipeline(engine: GpuFilter, p: PassSpec) -> Any:
     device = engine.context.device
 
-    def make_module() -> Any:
-        from blurapp.gpu.shaders import load_shader
-
-        engine.stats["shader_modules"] += 1
-        code = load_shader(p.shader, **dict(p.template))
-        return device.create_shader_module(label=p.shader, code=code)
-
     def make() -> Any:
-        module = engine._modules.get_or_make((p.shader, p.template), make_module)
+        module = engine.shader_module(p.shader, p.template)
         engine.stats["pipelines"] += 1
         return device.create_compute_pipeline(
             label=f"fft {p.name}",
@@ -437,8 +430,7 @@ def _pipeline(engine: GpuFilter, p: PassSpec) -> Any:
             compute={"module": module, "entry_point": "main", "constants": dict(p.constants)},
         )
 
-    key = ("fft", p.shader, p.template, p.constants)
-    return engine._pipelines.get_or_make(key, lambda: engine.compiling(make))
+    return engine.cached_pipeline(("fft", p.shader, p.template, p.constants), make)
 
 
 def _bind_group(engine: GpuFilter, bufs: _Buffers, p: PassSpec, views: dict[str, Any]) -> Any:
@@ -499,11 +491,11 @@ def run(
     device = ctx.device
     height, width, channels = x.shape
     plan = plan_blocks(kernel.shape, (height, width), channels, ctx.limits)
-    res = engine._resources(width, height)
-    engine._upload(res, x, storage, input_key)
+    res = engine.shape_resources(width, height)
+    engine.upload(res, x, storage, input_key)
     views = {
-        "input": engine._texture(res, "input", (width, height), STORAGE_FORMATS[storage][0])[1],
-        "output": engine._texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])[1],
+        "input": engine.texture(res, "input", (width, height), STORAGE_FORMATS[storage][0])[1],
+        "output": engine.texture(res, "output", (width, height), OUTPUT_FORMATS[output][0])[1],
     }
     bufs = _buffers(engine, res, plan)
     weights = np.asarray(kernel.weights, dtype=np.float64)
@@ -516,7 +508,7 @@ def run(
         pipeline = _pipeline(engine, p)
         commands.append((p, pipeline, _bind_group(engine, bufs, p, views)))
 
-    timer = engine._pass_timer()
+    timer = engine.pass_timer()
     totals = [0.0] * len(specs)
     batches = plan.batches()
     for index, (first, blocks) in enumerate(batches):
@@ -537,12 +529,12 @@ def run(
             encoder = timer.after_pass(encoder)
         last = index == len(batches) - 1
         if last:
-            readback = engine._take_readback(res, output)
-            engine._copy_output(encoder, res, output, readback)
+            readback = engine.take_readback(res, output)
+            engine.copy_output(encoder, res, output, readback)
         timer.resolve(encoder)
         device.queue.submit([encoder.finish()])
         if not last:
             totals = [t + ms for t, ms in zip(totals, timer.read_ms(), strict=True)]
-    out = engine._map_output(res, output, readback, channels, convert)
+    out = engine.map_output(res, output, readback, channels, convert)
     totals = [t + ms for t, ms in zip(totals, timer.read_ms(), strict=True)]
     return out, totals, timer.timer
