@@ -32,7 +32,7 @@ from blurapp.core.errors import BlurappError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
 from blurapp.core.strategies import compared_names, get_info
-from blurapp.core.tiling import TileGrid, gather
+from blurapp.core.tiling import TileGrid, gather, halo_indices
 from blurapp.core.timing import Timing
 from blurapp.live import plan as live_plan
 from blurapp.live.scaling import downscale, reduced_kernel
@@ -588,8 +588,8 @@ def bordered_crop(
     y0, x0, h, w = window
     rows, cols = kernel.shape
     ar, ac = kernel.anchor
-    ridx = border.map_indices(np.arange(y0 - ar, y0 + h + rows - 1 - ar), x.shape[0])
-    cidx = border.map_indices(np.arange(x0 - ac, x0 + w + cols - 1 - ac), x.shape[1])
+    ridx, _ = halo_indices(y0, y0 + h, x.shape[0], ar, rows - 1 - ar, border, cut_constant=False)
+    cidx, _ = halo_indices(x0, x0 + w, x.shape[1], ac, cols - 1 - ac, border, cut_constant=False)
     out = x[np.clip(ridx, 0, None)][:, np.clip(cidx, 0, None)]
     if border.mode is BorderMode.CONSTANT:
         outside = (ridx < 0)[:, None] | (cidx < 0)[None, :]
@@ -630,8 +630,10 @@ def run_borders(
         prepared_mode = pipeline.prepare(stored, cpu_spec)
         padded = prepared_mode.x
         if border.mode is BorderMode.CONSTANT:
-            ridx = border.map_indices(np.arange(y0 - ar, y0 + h + rows - 1 - ar), image.shape[0])
-            cidx = border.map_indices(np.arange(x0 - ac, x0 + w + cols - 1 - ac), image.shape[1])
+            ridx, _ = halo_indices(y0, y0 + h, image.shape[0], ar, rows - 1 - ar, border,
+                                   cut_constant=False)  # fmt: skip
+            cidx, _ = halo_indices(x0, x0 + w, image.shape[1], ac, cols - 1 - ac, border,
+                                   cut_constant=False)  # fmt: skip
             outside = (ridx < 0)[:, None] | (cidx < 0)[None, :]
             padded = padded.copy()
             padded[outside] = border.value
