@@ -124,13 +124,29 @@ def run_apply(args: argparse.Namespace) -> int:
     from blurapp.batch.progress import WorkProgress
 
     progress = WorkProgress(source.name, enabled=False if args.quiet else None)
+    _say_write_notes([fmt])
     try:
-        outcome = process_file(source, output, fmt, spec, encode, progress=progress.update)
+        outcome = process_file(
+            source, output, fmt, spec, encode, progress=progress.update, note=_say_note
+        )
     finally:
         progress.close()
     if args.timing:
         print(format_timing(outcome), file=sys.stderr)
     return 0
+
+
+def _say_note(text: str) -> None:
+    print(f"blurapp: note: {one_line(text)}", file=sys.stderr)
+
+
+def _say_write_notes(formats: Iterable[str]) -> None:
+    """What the output formats lose (GIF's palettes), said once before the work."""
+    from blurapp.io import codecs
+
+    for fmt in sorted(set(formats)):
+        if codecs.get_codec(fmt).write_note:
+            _say_note(codecs.get_codec(fmt).write_note)
 
 
 def _remove_on_error(created: list[Path]) -> Callable[..., bool]:
@@ -239,8 +255,11 @@ def _run_batch(args: argparse.Namespace, stack: ExitStack) -> int:
     remove_stale_temporaries(out_dir, [j.output.name for j in jobs])
 
     progress = Progress(len(to_run), enabled=False if args.quiet else None)
+    _say_write_notes(j.format for j in to_run)
 
     def on_done(record: FileRecord) -> None:
+        for text in record.notes:
+            progress.message(f"blurapp: note: {one_line(text)}")
         if record.status == "failed":
             message = record.error or ""
             if record.input not in message:  # a filter's message that does not say which file

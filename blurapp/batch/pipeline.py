@@ -85,6 +85,10 @@ class EncodeSettings:
     frame: int | None = None  # --frame N: that frame of an animation or pages only
     raw_linear: bool = False  # --raw-linear: camera raw developed to linear light
 
+    def frames_read(self, info: ImageInfo) -> int:
+        """How many of ``info``'s frames these settings decode."""
+        return 1 if self.frame is not None else info.frames
+
     def read(self, source: Path) -> ImageData:
         """Decode ``source`` as these settings ask (pixel limit, frame, raw development)."""
         return read_image(
@@ -367,9 +371,11 @@ def process_file(
     encode: EncodeSettings,
     *,
     progress: Callable[[int, int], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> pipeline.FilterResult:
     """Read ``source``, filter it and write ``output`` (atomically) in ``fmt``; ``progress``
-    is called with (pieces done, pieces in all) of the filter (tiles, or a long pass's bands).
+    is called with (pieces done, pieces in all) of the filter (tiles, or a long pass's bands),
+    ``note`` with each one-line note of the decoder (an HDR gain map it leaves out).
 
     A large TIFF into a TIFF streams a tile at a time (:func:`stream_plan`,
     :func:`stream_file`): then the memory guard counts what streaming holds, and the result's
@@ -379,7 +385,7 @@ def process_file(
         The filter's result (its pixels as written, or ``None`` when streamed).
     """
     info = probe_image(source)
-    check_pixel_limit(source, info, encode.max_pixels)
+    check_pixel_limit(source, info, encode.max_pixels, frames=encode.frames_read(info))
     plan = stream_plan(source, info, fmt, spec, encode)
     if plan is not None:
         check_memory(source, info, plan.need)
@@ -390,6 +396,8 @@ def process_file(
     )  # fmt: skip
     check_memory(source, info, frames_bytes(need, info, encode))
     image = encode.read(source)
+    for text in image.notes if note is not None else ():
+        note(text)
     dtype = file_dtype(spec, image.pixels.dtype, fmt)
     if image.frame_count > 1:
         result, filtered = filter_frames(image, spec, dtype, encode, progress=progress)
@@ -408,7 +416,7 @@ def process_file(
 def frames_bytes(need: int, info: ImageInfo, encode: EncodeSettings) -> int:
     """The memory an image of ``info.frames`` frames holds while one of them is filtered (``need``
     bytes): every frame decoded and every filtered one kept until all are written."""
-    frames = 1 if encode.frame is not None else info.frames
+    frames = encode.frames_read(info)
     if frames <= 1:
         return need
     stored = info.pixels * max(1, info.channels) * np.dtype(info.dtype).itemsize
@@ -432,21 +440,27 @@ def filter_frames(
     """
     frames = image.frames
     done: list[np.ndarray] = []
-    result: pipeline.FilterResult | None = None
-    total_ms = 0.0
+    results: list[pipeline.FilterResult] = []
     for i, frame in enumerate(frames):
         if check is not None:
             check()
         result = pipeline.filter_pixels(
             frame, spec, dtype=dtype, max_tile_side=encode.max_tile_side
         )
-        total_ms += result.timing.total_ms
         done.append(result.image)
+        results.append(replace(result, image=None))  # type: ignore[arg-type]
         if progress is not None:
             progress(i + 1, len(frames))
-    assert result is not None
-    timing = replace(result.timing, total_ms=total_ms)
-    return replace(result, timing=timing), with_frames(image, done)
+    timings = [r.timing for r in results]
+    timing = replace(
+        timings[-1],
+        passes=tuple(p for t in timings for p in t.passes),
+        pixels=sum(t.pixels for t in timings),
+        wall_ms=sum(t.wall_ms for t in timings),
+        compile_ms=sum(t.compile_ms for t in timings),
+        first_run=any(t.first_run for t in timings),
+    )
+    return replace(results[-1], image=done[-1], timing=timing), with_frames(image, done)
 
 
 def _write(output: Path, fmt: str, image: ImageData, encode: EncodeSettings) -> None:
@@ -485,6 +499,7 @@ class FileRecord:
     channels: int | None = None
     dtype: str | None = None
     frames: int = 1  # of an animation or a multi-page file, every one filtered
+    notes: tuple[str, ...] = ()  # what the decoder met and blurapp does not handle
     strategy: str | None = None
     reason: str | None = None
     timer: str | None = None
@@ -612,7 +627,9 @@ def run_pipeline(
             try:
                 info = probe_image(job.input)
                 record.width, record.height = info.width, info.height
-                check_pixel_limit(job.input, info, encode.max_pixels)
+                check_pixel_limit(
+                    job.input, info, encode.max_pixels, frames=encode.frames_read(info)
+                )
                 out_dtype = file_dtype(spec, info.dtype, job.format)
                 plan = stream_plan(job.input, info, job.format, spec, encode, bands=True)
                 if plan is not None:
@@ -636,7 +653,7 @@ def run_pipeline(
                     continue
                 image = encode.read(job.input)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
-                record.frames = image.frame_count
+                record.frames, record.notes = image.frame_count, image.notes
                 item = _Item(job, record, image, reserved)
                 item.shape = image.pixels.shape[:2]
                 grid = tile_grid(

@@ -175,6 +175,8 @@ class Codec:
     multi_frame: ClassVar[bool] = False
     #: What the ``--quality`` option does to it, if anything.
     quality_note: ClassVar[str] = ""
+    #: Said once when a file of this format is written (what the format loses).
+    write_note: ClassVar[str] = ""
 
     # ------------------------------------------------------------------ recognising
 

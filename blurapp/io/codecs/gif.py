@@ -29,6 +29,10 @@ class GifCodec(PillowCodec):
     lossy = True
     multi_frame = True
     quality_note = "256 colours per frame (a palette per frame): always lossy"
+    write_note = (
+        "GIF holds 256 colours per frame and alpha on or off: outputs are written with a "
+        "palette per frame (lossy)"
+    )
     pillow_format = "GIF"
 
     def sniff(self, head: bytes, path: Path) -> bool:

@@ -210,6 +210,9 @@ def read_frames(im: Any, fmt: str, options: ReadOptions, orientation: int) -> An
         if code is not None:
             disposal.append(int(code))
     del fmt
+    if alpha and all(f[:, :, 3].min() == 255 for f in frames):
+        # Pillow gives every frame of an animated WebP as RGBA: opaque ones are RGB.
+        frames = [np.ascontiguousarray(f[:, :, :3]) for f in frames]
     return Animation(
         tuple(frames),
         tuple(durations),
