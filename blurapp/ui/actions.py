@@ -47,6 +47,14 @@ class WindowActions:
 
         self.open = _action(w, "&Open…", files.open_dialog, keys.Open)
         self.save = _action(w, "&Save result…", w.save_dialog, keys.Save)
+        # GIMP's "Overwrite": replacing the open file is its own action, never a save's answer.
+        self.overwrite_original = _action(
+            w,
+            "Overwrite &original…",
+            lambda: (w.designer.flush(), files.overwrite_original_dialog()),
+            tip="Replace the open image's file with the result (asks first)",
+        )
+        self.overwrite_original.setObjectName("overwriteOriginalAction")
         self.copy = _action(w, "&Copy result", w.copy_result, keys.Copy)
         self.export = _action(
             w, "&Export CLI", w.export_cli, "Ctrl+E", "Copy the blurapp apply command"
@@ -69,7 +77,13 @@ class WindowActions:
         menu = bar.addMenu("&File")
         menu.addAction(self.open)
         self.recent_menu = menu.addMenu("Open &recent")
-        _fill(menu, [self.save, self.copy, None, self.load_kernel, self.save_kernel, None])
+        _fill(
+            menu,
+            [
+                self.save, self.overwrite_original, self.copy, None, self.load_kernel,
+                self.save_kernel, None,
+            ],
+        )  # fmt: skip
         menu.addAction(self.quit)
         _fill(bar.addMenu("&Edit"), [self.undo, self.redo, None, self.export])
         _fill(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
+    QApplication,
     QComboBox,
     QDoubleSpinBox,
     QFormLayout,
@@ -36,6 +37,9 @@ from blurapp.core.kernel_families import (
 )
 
 TYPING_DEBOUNCE_MS = 300
+#: The spec box's length limit: a 513×513 matrix of one-digit weights is 526,352 characters;
+#: beyond about a million, a QLineEdit takes seconds per keystroke to lay out its line.
+MAX_SPEC_CHARS = 2**20
 # Left to the spec field: truncate= says what radius= says, in sigmas.
 TEXT_ONLY_PARAMS = frozenset({"truncate"})
 # Parameters without a lower or upper bound in core (a motion's angle): a full turn either way.
@@ -115,6 +119,10 @@ class KernelDesigner(QWidget):
         self.spec.setPlaceholderText("e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json")
         self.spec.setToolTip("Kernel spec (press Enter to apply at once)")
         self.spec.setClearButtonEnabled(True)
+        # Qt's default of 32,767 characters cut a pasted 513×513 matrix and the parser then
+        # counted the weights left ("16377 given"): room for any 513×513 matrix of short
+        # weights, and a longer paste is said with its real length (_emit_typed).
+        self.spec.setMaxLength(MAX_SPEC_CHARS)
         self.error = QLabel(objectName="specError")
         self.error.setWordWrap(True)
         self.error.setStyleSheet("color: #b2182b;")
@@ -298,7 +306,16 @@ class KernelDesigner(QWidget):
             self.spec_edited.emit(matrix_spec(self._kernel.weights), "params")
 
     def _emit_typed(self) -> None:
-        self.spec_edited.emit(self.spec.text(), "typed")
+        text = self.spec.text()
+        if len(text) >= MAX_SPEC_CHARS:
+            pasted = len(QApplication.clipboard().text())
+            size = f"{pasted:,} characters" if pasted > len(text) else "too long"
+            self.show_error(
+                f"the spec is {size}, more than the {MAX_SPEC_CHARS:,} the spec box holds: "
+                "save the weights as a kernel JSON file and load it (@file.json)"
+            )
+            return
+        self.spec_edited.emit(text, "typed")
 
     def _emit_typed_now(self) -> None:
         self._typing.stop()
