@@ -1,20 +1,20 @@
 """Run blurapp.ndimage's correlations on the GPU: chains of 1-D passes along any axes of an n-D
-array, and n-D correlations, through :mod:`blurapp.gpu.ndpass` where it is installed, else
-through the 2-D engine (:func:`blurapp.engine.filter_float`) with the array cut into planes.
+array, and n-D correlations, on :mod:`blurapp.gpu.ndpass`'s storage-buffer passes (the
+default), or with a named strategy through the 2-D engine (:func:`blurapp.engine.filter_float`)
+with the array cut into H×W images.
 
 Everything here works on real float arrays in the arithmetic's own type (float32 for ``f32``,
 float64 for ``df64``) and returns that type; :mod:`blurapp.ndimage` does scipy's dtypes,
-casting and argument checks around it. Borders arrive as scipy's modes: a ``constant`` border
-whose value the GPU cannot hold (NaN, ±inf, beyond float32) is written into the array on the
-host, as many values as the kernel reaches, so that the GPU's own border is never read.
+casting and argument checks around it. Borders arrive as scipy's modes. On the engine, a
+``constant`` border whose value its float32 border cannot hold (NaN, ±inf, beyond float32) is
+written into the array on the host, as many values as the kernel reaches.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -48,16 +48,6 @@ class Pass:
     mode: str  # a key of MODES
     cval: float
     origin: int
-
-
-def _ndpass():
-    """blurapp.gpu.ndpass when it is installed (the n-D storage-buffer passes), else None."""
-    try:
-        return importlib.import_module("blurapp.gpu.ndpass")
-    except ModuleNotFoundError as err:
-        if err.name != "blurapp.gpu.ndpass":
-            raise
-        return None
 
 
 def _gpu_border(mode: str, cval: float) -> Border | None:
@@ -98,42 +88,56 @@ def centred(weights: np.ndarray, origin: int) -> np.ndarray:
     return out
 
 
+def f32_weights(weights: np.ndarray) -> np.ndarray:
+    """``weights`` rounded to float32 so that their sum stays what it was (to within the
+    smallest weight's rounding step) rather than off by up to a few float32 steps.
+
+    Rounding each weight to nearest biases a Gaussian's sum by ~1e-8, which a whole image's
+    values times two passes turn into a visible offset (scipy's test_gauss03 sums a 100×100
+    ramp to 5e7 ± 1.5). One-step nudges of the weights, largest first, bring the sum back.
+    """
+    w = np.asarray(weights, np.float64)
+    out = w.astype(np.float32)
+    target = float(np.sum(w))
+    residual = target - float(np.sum(out, dtype=np.float64))
+    for i in np.argsort(-np.abs(out), kind="stable"):
+        if residual == 0.0:
+            break
+        if out[i] == 0 or not np.isfinite(out[i]):
+            continue
+        toward = np.float32(np.inf if residual > 0 else -np.inf)
+        nudged = np.nextafter(out[i], toward)
+        step = float(nudged) - float(out[i])
+        if abs(residual - step) < abs(residual):
+            out[i] = nudged
+            residual -= step
+    return out.astype(np.float64)
+
+
 # --------------------------------------------------------------------------- 1-D passes
 
 
-def run_passes(x: np.ndarray, passes: Sequence[Pass], *, strategy: str) -> np.ndarray:
+def run_passes(x: np.ndarray, passes: Sequence[Pass], *, strategy: str | None) -> np.ndarray:
     """Run ``passes`` one after another on ``x`` (float32 or float64, any shape): each reads
-    the previous one's result. Returns a new array of ``x``'s dtype and shape."""
+    the previous one's result. Returns a new array of ``x``'s dtype and shape.
+
+    ``strategy=None`` runs them on :mod:`blurapp.gpu.ndpass`, chained without reading back
+    between them, in f32 for float32 and double-float for float64; a strategy name runs each
+    pass through the 2-D engine with that strategy (f32).
+    """
     precision = "df64" if x.dtype == np.float64 else "f32"
-    nd = _ndpass()
-    if nd is not None and strategy in (None, "direct"):
-        return _run_ndpass_chain(nd, x, passes, precision)
-    for p in passes:
-        x = _run_engine_pass(x, p, strategy=strategy or "direct")
-    return x
+    if precision == "f32" or strategy is not None:
+        passes = [replace(p, weights=f32_weights(p.weights)) for p in passes]
+    if strategy is None:
+        from blurapp.gpu import ndpass
 
-
-def _run_ndpass_chain(nd, x: np.ndarray, passes: Sequence[Pass], precision: str) -> np.ndarray:
-    lines = []
-    chain: list = []
+        lines = [
+            ndpass.Line(p.axis, p.weights, Border(MODES[p.mode]), p.origin, cval=p.cval)
+            for p in passes
+        ]
+        return ndpass.correlate1d_chain(np.ascontiguousarray(x), lines, precision=precision)
     for p in passes:
-        border = _gpu_border(p.mode, p.cval)
-        if border is None:
-            # The host writes the border: finish the chain so far, pad, run this pass alone.
-            if lines:
-                x = nd.correlate1d_chain(x, lines, precision=precision)
-                lines = []
-            before, after = _reach(p.weights.size, p.origin)
-            n = x.shape[p.axis]
-            padded = _pad_constant(x, p.axis, before, after, p.cval)
-            line = nd.Line(p.axis, p.weights, Border(BorderMode.CLAMP), p.origin)
-            y = nd.correlate1d_chain(np.ascontiguousarray(padded), [line], precision=precision)
-            x = np.ascontiguousarray(_crop(y, p.axis, before, n))
-            continue
-        lines.append(nd.Line(p.axis, p.weights, border, p.origin))
-    chain.extend(lines)
-    if chain:
-        x = nd.correlate1d_chain(np.ascontiguousarray(x), chain, precision=precision)
+        x = _run_engine_pass(x, p, strategy=strategy)
     return x
 
 
@@ -189,14 +193,28 @@ def run_nd(
     cval: float,
     origins: Sequence[int],
     *,
-    strategy: str,
+    strategy: str | None,
 ) -> np.ndarray:
-    """scipy's ``correlate(x, weights, mode, cval, origins)`` (weights with x.ndim axes; zero
-    weights read nothing, so NaN under them does not spread) on ``x`` (float32 or float64).
-    Returns a new array of ``x``'s dtype."""
+    """scipy's ``correlate(x, weights, mode, cval, origins)`` (weights with x.ndim axes; taps
+    within DBL_EPSILON of zero read nothing, so NaN under them does not spread) on ``x``
+    (float32 or float64). Returns a new array of ``x``'s dtype.
+
+    ``strategy=None`` runs on :mod:`blurapp.gpu.ndpass` (f32, or double-float for float64);
+    a strategy name runs the 2-D engine with it (weights spanning at most two axes, f32).
+    """
     precision = "df64" if x.dtype == np.float64 else "f32"
+    if precision == "f32" or strategy is not None:
+        weights = f32_weights(weights.reshape(-1)).reshape(weights.shape)
+    if strategy is None:
+        from blurapp.gpu import ndpass
+
+        return ndpass.correlate_nd(
+            np.ascontiguousarray(x), weights, Border(MODES[mode]), list(origins),
+            precision=precision, cval=cval,
+        )  # fmt: skip
     border = _gpu_border(mode, cval)
-    befores = []
+    befores: list[int] = []
+    shape = x.shape
     if border is None:
         # Write the constant into the array as far as the kernel reaches on every axis.
         width = []
@@ -204,17 +222,9 @@ def run_nd(
             before, after = _reach(size, origin)
             width.append((max(before, 0), max(after, 0)))
             befores.append(max(before, 0))
-        shape = x.shape
         x = np.pad(x, width, mode="constant", constant_values=cval)
         border = Border(BorderMode.CLAMP)
-    nd = _ndpass()
-    if nd is not None and strategy in (None, "direct"):
-        borders = [border] * x.ndim
-        y = nd.correlate_nd(
-            np.ascontiguousarray(x), weights, borders, list(origins), precision=precision
-        )
-    else:
-        y = _run_engine_nd(x, weights, border, origins, strategy=strategy or "direct")
+    y = _run_engine_nd(x, weights, border, origins, strategy=strategy)
     if befores:
         y = y[tuple(slice(b, b + n) for b, n in zip(befores, shape, strict=True))]
     return np.ascontiguousarray(y, dtype=x.dtype)
