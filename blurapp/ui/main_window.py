@@ -55,6 +55,7 @@ from blurapp.ui.compare import BORDERS_TAB, STRATEGIES_TAB, CompareView, scrolle
 from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.convert import to_qimage
 from blurapp.ui.files import WindowFiles, sample_path
+from blurapp.ui.frames import FrameBar
 from blurapp.ui.jobs import (
     BordersProgress,
     BordersResult,
@@ -258,6 +259,8 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.progress)
         self.statusBar().addPermanentWidget(self.zoom_label)
         self.statusBar().addPermanentWidget(self.image_label)
+        self.frame_bar = FrameBar()  # an animation's or pages' frame previewed; hidden otherwise
+        self.statusBar().addPermanentWidget(self.frame_bar)
 
     def _dock(self, title: str, name: str, widget: QWidget) -> QDockWidget:
         dock = QDockWidget(title, self, objectName=name)
@@ -274,6 +277,7 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         self.model.spec_changed.connect(self._spec_changed)
         self.model.image_changed.connect(self._image_changed)
+        self.frame_bar.frame_chosen.connect(self._show_frame)
         self.model.notice.connect(lambda message: self.show_status(message, 10000))
         self.designer.spec_edited.connect(self.request_spec)
         self.grid_editor.weights_edited.connect(self._grid_edited)
@@ -355,8 +359,20 @@ class MainWindow(QMainWindow):
         channels = 1 if image.ndim == 2 else image.shape[2]
         name = path.name if path else "image"
         self.setWindowTitle(f"{name} — blurapp")
-        self.image_label.setText(f"{name}  {w}×{h}×{channels} {image.dtype}")
+        read = self.model.image_data
+        frames = read.frame_count if read is not None else 1
+        self.frame_bar.show_for(read)
+        self.image_label.setText(
+            f"{name}  {w}×{h}×{channels} {image.dtype}"
+            + (f", {frames} frames" if frames > 1 else "")
+        )
         self._invalidate()
+
+    def _show_frame(self, index: int) -> None:
+        """Preview another frame of the open animation (a save still writes them all)."""
+        data = self.model.image_data
+        if data is not None and 0 <= index < data.frame_count:
+            self.model.set_image(data.frames[index], data=data, path=self.model.image_path)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt override)
         if event.mimeData().hasUrls() and any(u.isLocalFile() for u in event.mimeData().urls()):
