@@ -42,8 +42,11 @@ from blurapp.batch.pipeline import (
     EncodeSettings,
     FileRecord,
     Job,
+    StreamPlan,
     file_dtype,
     process_file,
+    stream_file,
+    stream_plan,
 )
 from blurapp.core.errors import BlurappError, OutputError, UsageError
 from blurapp.core.filterspec import FilterSpec
@@ -137,7 +140,12 @@ def _published_before(task: FileTask, record: FileRecord) -> None:
     with tempfile.TemporaryDirectory(prefix="blurapp-retry-") as folder:
         probe = Path(folder) / Path(task.destination).name
         plain = dataclasses.replace(task.encode, overwrite=False)
-        result = process_file(Path(task.source), probe, task.format, _spec(task.argv), plain)
+        spec = _spec(task.argv)
+        plan = _band_plan_of(task, spec)  # written as run_file writes it, to compare bytes
+        if plan is not None:
+            result = stream_file(Path(task.source), probe, spec, plain, plan)
+        else:
+            result = process_file(Path(task.source), probe, task.format, spec, plain)
         if not filecmp.cmp(probe, task.destination, shallow=False):
             raise OutputError(f"{task.output} exists (use --overwrite to replace it)")
     _record(task, result, record)
@@ -187,6 +195,12 @@ def run_file(task: FileTask) -> dict[str, Any]:
         spec = _spec(task.argv)
         if not task.existed and os.path.lexists(task.destination):
             _published_before(task, record)
+        elif (plan := _band_plan_of(task, spec)) is not None:
+            # A PNG into a PNG a band at a time, as plain batch runs it: the same bytes.
+            result = stream_file(
+                task.source, task.destination, spec, task.encode, plan, check=check
+            )
+            _record(task, result, record)
         else:
             image = read_image(task.source, max_pixels=task.encode.max_pixels)
             height, width = image.pixels.shape[:2]
@@ -223,6 +237,16 @@ def run_file(task: FileTask) -> dict[str, Any]:
     row = dataclasses.asdict(record)
     row.pop("started")
     return row
+
+
+def _band_plan_of(task: FileTask, spec: FilterSpec) -> StreamPlan | None:
+    """The band plan plain batch would use for this file (:func:`stream_plan`), or ``None``."""
+    from blurapp.io import check_pixel_limit, probe_image
+
+    info = probe_image(task.source)
+    check_pixel_limit(task.source, info, task.encode.max_pixels)
+    plan = stream_plan(task.source, info, task.format, spec, task.encode, bands=True)
+    return plan if plan is not None and plan.kind == "png" else None
 
 
 def _worker_plugin(local: bool) -> Any:

@@ -207,6 +207,8 @@ def _band_plan(
         )
     except UsageError:  # the whole-image path says what is wrong
         return None
+    if grid.whole:  # it fits one band tile: bands would hold as much as the whole image
+        return None
     plan = StreamPlan(grid, side, 0, kind="png")
     try:
         src = open_png_source(source, look_back=plan.look_back)

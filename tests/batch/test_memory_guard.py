@@ -50,12 +50,30 @@ def test_batch_refuses_a_bomb_and_goes_on(tmp_path, capsys, two_gib) -> None:
     folder.mkdir()
     bomb(folder / "b.png")
     (folder / "ok.npy").write_bytes(b"")  # a bad file beside it: both reported, one line each
+    # Into TIFF the image would be decoded whole: refused before decoding.
     code = main(["batch", str(folder), "-o", str(tmp_path / "out"), "--kernel", "box:3",
-                 "--quiet", "--strategy", "cpu"])  # fmt: skip
+                 "--quiet", "--strategy", "cpu", "--format", "tiff"])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 1
     assert "b.png: 15800×15800" in err and "decompression bombs" in err
     assert "Traceback" not in err
+    assert not (tmp_path / "out" / "b.tiff").exists()
+
+
+def test_batch_streams_a_huge_png_into_a_png_in_bands(tmp_path, capsys, two_gib) -> None:
+    """A PNG into a PNG is decoded a band of rows at a time (blurapp.io.bands): it needs a few
+    bands, not 19 GB, so the byte guard lets it through, and its short pixel data is found as
+    the rows are decoded: one line, nothing written."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    bomb(folder / "b.png")
+    code = main(["batch", str(folder), "-o", str(tmp_path / "out"), "--kernel", "box:3",
+                 "--quiet", "--strategy", "cpu"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "b.png: truncated or corrupt PNG file" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "out").iterdir())
 
 
 def test_what_is_needed_is_counted_in_bytes() -> None:
