@@ -3,14 +3,21 @@ link that keeps several views' zoom and position together.
 
 A view shows an image of a *logical* size (the image's pixels: the scene's coordinates) from a
 picture that may be smaller (a display-resolution copy, or a reduced preview), and patches over
-it (a region rendered apart, e.g. the exact visible pixels before the whole image is done)."""
+it (a region rendered apart, e.g. the exact visible pixels before the whole image is done).
+
+Pictures are colour-managed: given the image's ICC profile (:meth:`ImageView.set_colour_profile`:
+a phone's Display P3, a camera's Adobe RGB), every picture, patch and "before" image is
+converted from that space to the screen's (:class:`DisplayColour`) as it is painted; the pixels
+the app filters and saves stay in the file's own space."""
 
 from __future__ import annotations
 
+import io
 import math
+import os
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QImage, QPainter, QPen, QPixmap, QTransform
+from PySide6.QtGui import QColor, QColorSpace, QImage, QPainter, QPen, QPixmap, QTransform
 from PySide6.QtWidgets import (
     QGraphicsPixmapItem,
     QGraphicsScene,
@@ -23,6 +30,111 @@ ZOOM_STEP = 1.25
 MIN_SCALE = 1 / 64
 MAX_SCALE = 64.0
 DIVIDER_GRAB_PX = 8  # how close (in screen pixels) a press must be to grab the split divider
+
+
+#: An ICC profile file describing the screen (a calibrated monitor's); unset: sRGB, which is what
+#: X11 and most desktops hand an application that asks nothing of the compositor.
+DISPLAY_PROFILE_ENV = "BLURAPP_DISPLAY_ICC"
+
+
+def screen_colour_space() -> QColorSpace:
+    """The colour space pictures are converted to: :data:`DISPLAY_PROFILE_ENV`'s profile when it
+    names one Qt reads, else sRGB."""
+    path = os.environ.get(DISPLAY_PROFILE_ENV)
+    if path:
+        try:
+            with open(path, "rb") as fh:
+                space = QColorSpace.fromIccProfile(fh.read())
+        except OSError:
+            space = QColorSpace()
+        if space.isValid():
+            return space
+    return QColorSpace(QColorSpace.NamedColorSpace.SRgb)
+
+
+class DisplayColour:
+    """Converts pictures from an image's ICC profile to the screen's colour space.
+
+    Qt's own colour management (:class:`QColorSpace`) converts matrix/TRC profiles, which is
+    what photos carry (sRGB, Display P3, Adobe RGB, ProPhoto); a profile Qt does not read
+    (lookup-table profiles) is converted by littlecms through Pillow's ImageCms instead. No
+    profile, or one equal to the screen's, leaves pictures as they are. ``managed`` says
+    whether pictures are converted, ``description`` names the source space.
+    """
+
+    def __init__(self, icc_profile: bytes | None = None) -> None:
+        self.target = screen_colour_space()
+        self.source = QColorSpace()
+        self.description = ""
+        self._lcms = None  # an ImageCms transform where Qt cannot read the profile
+        if not icc_profile:
+            self.managed = False
+            return
+        self.source = QColorSpace.fromIccProfile(icc_profile)
+        if self.source.isValid():
+            self.description = self.source.description()
+            self.managed = self.source != self.target
+            return
+        self._lcms = _lcms_transform(icc_profile, self.target)
+        self.managed = self._lcms is not None
+        if self._lcms is not None:
+            self.description = self._lcms[2]
+
+    def convert(self, image: QImage) -> QImage:
+        """``image`` (whose pixels are in the source space) as the screen should show it."""
+        if not self.managed or image.isNull():
+            return image
+        if self._lcms is not None:
+            return _lcms_convert(image, self._lcms)
+        if image.format() in (QImage.Format.Format_Grayscale8, QImage.Format.Format_Grayscale16):
+            if self.source.colorModel() != QColorSpace.ColorModel.Gray:
+                # An RGB profile on grey pixels: convert them as the RGB pixels they stand for.
+                image = image.convertToFormat(QImage.Format.Format_RGB888)
+        tagged = QImage(image)
+        tagged.setColorSpace(self.source)
+        converted = tagged.convertedToColorSpace(self.target)
+        return image if converted.isNull() else converted
+
+
+def _lcms_transform(icc_profile: bytes, target: QColorSpace) -> tuple[object, object, str] | None:
+    """(RGB transform, RGBA transform, description) from the profile to ``target`` through
+    littlecms, or ``None`` when it cannot read the profile either (the picture is then shown
+    as it is)."""
+    try:
+        from PIL import ImageCms
+
+        source = ImageCms.ImageCmsProfile(io.BytesIO(icc_profile))
+        screen = bytes(target.iccProfile())
+        dest = (
+            ImageCms.ImageCmsProfile(io.BytesIO(screen))
+            if screen
+            else ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+        )
+        if source.profile.xcolor_space.strip() != "RGB":
+            return None
+        intent = ImageCms.Intent.RELATIVE_COLORIMETRIC
+        rgb = ImageCms.buildTransform(source, dest, "RGB", "RGB", intent)
+        rgba = ImageCms.buildTransform(source, dest, "RGBA", "RGBA", intent)
+        return rgb, rgba, ImageCms.getProfileDescription(source).strip()
+    except Exception:  # an unreadable profile: no management rather than no picture
+        return None
+
+
+def _lcms_convert(image: QImage, transforms: tuple[object, object, str]) -> QImage:
+    from PIL import Image, ImageCms
+
+    alpha = image.hasAlphaChannel()
+    fmt = QImage.Format.Format_RGBA8888 if alpha else QImage.Format.Format_RGB888
+    image = image.convertToFormat(fmt)
+    mode, channels = ("RGBA", 4) if alpha else ("RGB", 3)
+    width, height = image.width(), image.height()
+    rows = image.constBits().tobytes()
+    stride = image.bytesPerLine()
+    packed = b"".join(rows[y * stride : y * stride + width * channels] for y in range(height))
+    picture = Image.frombytes(mode, (width, height), packed)
+    out = ImageCms.applyTransform(picture, transforms[1] if alpha else transforms[0])
+    data = out.tobytes()
+    return QImage(data, width, height, width * channels, fmt).copy()
 
 
 class ImageView(QGraphicsView):
@@ -61,6 +173,7 @@ class ImageView(QGraphicsView):
         self._divider = 0.5
         self._dragging_divider = False
         self._fit = True
+        self._colour = DisplayColour()
         self.setDragMode(QGraphicsView.DragMode.ScrollHandDrag)
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
@@ -71,6 +184,21 @@ class ImageView(QGraphicsView):
         self.verticalScrollBar().valueChanged.connect(self.view_changed)
 
     # ---- content -------------------------------------------------------------------------
+    def set_colour_profile(self, icc_profile: bytes | None) -> None:
+        """The ICC profile of the image shown (``None``: sRGB): the pictures given from now on
+        are converted from it to the screen's colour space (:class:`DisplayColour`)."""
+        self._colour = DisplayColour(icc_profile)
+
+    def colour(self) -> DisplayColour:
+        """How pictures are converted for the screen."""
+        return self._colour
+
+    def _pixmap(self, image: QImage | QPixmap) -> QPixmap:
+        if not self._colour.managed:
+            return image if isinstance(image, QPixmap) else QPixmap.fromImage(image)
+        picture = image.toImage() if isinstance(image, QPixmap) else image
+        return QPixmap.fromImage(self._colour.convert(picture))
+
     def set_image(
         self,
         image: QImage | QPixmap | None,
@@ -81,11 +209,7 @@ class ImageView(QGraphicsView):
         """Show ``image`` (``None`` clears) as an image of ``logical_size`` (width, height;
         default: the picture's own size): a smaller picture is stretched over it. Patches are
         dropped; the zoom is kept unless the logical size changed."""
-        pixmap = (
-            QPixmap()
-            if image is None
-            else (image if isinstance(image, QPixmap) else QPixmap.fromImage(image))
-        )
+        pixmap = QPixmap() if image is None else self._pixmap(image)
         size = logical_size or (pixmap.width(), pixmap.height())
         size_changed = size != self._logical
         self._logical = (int(size[0]), int(size[1]))
@@ -101,7 +225,7 @@ class ImageView(QGraphicsView):
         self.clear_patches()
         self.scene().setSceneRect(QRectF(0, 0, *self._logical))
         if before is not None:
-            self._before = QPixmap.fromImage(before)
+            self._before = self._pixmap(before)
         if size_changed and self._fit:
             self.fit()
         self.viewport().update()
@@ -110,7 +234,7 @@ class ImageView(QGraphicsView):
         """Paint ``image`` over the picture with its top-left at image pixel (x, y), one
         picture pixel per ``scale`` image pixels; it replaces the patches already shown."""
         self.clear_patches()
-        item = QGraphicsPixmapItem(QPixmap.fromImage(image))
+        item = QGraphicsPixmapItem(self._pixmap(image))
         item.setTransformationMode(self._item.transformationMode())
         item.setTransform(QTransform.fromScale(scale, scale))
         item.setPos(x, y)
@@ -126,7 +250,7 @@ class ImageView(QGraphicsView):
 
     def set_before(self, image: QImage | None) -> None:
         """The image painted left of the divider in split mode (stretched over the image)."""
-        self._before = None if image is None else QPixmap.fromImage(image)
+        self._before = None if image is None else self._pixmap(image)
         self.viewport().update()
 
     def set_note(self, text: str) -> None:

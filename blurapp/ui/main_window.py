@@ -56,6 +56,7 @@ from blurapp.ui.conv_tab import ConvLayerTab
 from blurapp.ui.convert import to_qimage
 from blurapp.ui.files import WindowFiles, sample_path
 from blurapp.ui.frames import FrameBar
+from blurapp.ui.image_view import ImageView
 from blurapp.ui.jobs import (
     BordersProgress,
     BordersResult,
@@ -342,6 +343,10 @@ class MainWindow(QMainWindow):
         self.shown_spec = None
         self.before_qimage = None
         h, w = image.shape[:2]
+        # Every view paints in the screen's colour space from the file's own (its ICC profile).
+        data = self.model.image_data
+        for shown in self.findChildren(ImageView):
+            shown.set_colour_profile(data.icc_profile if data is not None else None)
         self.compare.split_view.set_before(None)
         for view in (self.compare.result_view, self.compare.split_view):
             view.set_image(None, logical_size=(w, h))
