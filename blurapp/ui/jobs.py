@@ -170,8 +170,12 @@ class LiveCache:
         with self._making:
             with self._lock:
                 found = self._small.get((key, factor))
+                # A larger reduction comes from a smaller one already made (the view's).
+                made = [f for k, f in self._small if k == key and factor % f == 0 and f < factor]
+                base = max(made, default=1)
+                source = self._small[(key, base)] if base > 1 else image
             if found is None:
-                found = downscale(image, factor)
+                found = downscale(source, factor // base)
                 with self._lock:
                     self._small = {k: v for k, v in self._small.items() if k[0] == key}
                     self._small[(key, factor)] = found

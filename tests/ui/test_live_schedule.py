@@ -1,0 +1,111 @@
+"""The window observes the live preview's scheduler (blurapp.live): typed edits that a newer
+one supersedes before they start are never filtered, a new spec stops the full result in
+progress, the first picture never waits for the GPU's lane, and a kernel larger than the image
+costs in the window what filter_image costs (issue 24 items 4-5, issue 26 item 3)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLineEdit
+
+import blurapp
+from blurapp.ui.jobs import LivePreview
+
+WAIT_MS = 60000
+
+
+def type_spec(qtbot, window, text: str) -> None:
+    """Type a spec into the field like a user (select all, type, Enter)."""
+    field = window.findChild(QLineEdit, "kernelSpec")
+    field.setFocus()
+    field.selectAll()
+    qtbot.keyClick(field, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(field, text)
+    qtbot.keyClick(field, Qt.Key.Key_Return)
+
+
+def show_image(qtbot, window, image: np.ndarray) -> None:
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.set_image(image)
+
+
+def _events(window, channel: str, event: str) -> list[int]:
+    return [g for c, g, e in list(window.runner.scheduler.log) if c == channel and e == event]
+
+
+def test_typed_edits_superseded_before_they_start_are_never_filtered(qtbot, window, small_image):
+    show_image(qtbot, window, small_image)
+    gate, held = threading.Event(), threading.Event()
+
+    def hold(check, report):  # the GPU's lane busy (a save, say) while the user types
+        held.set()
+        assert gate.wait(30)
+
+    window.runner.submit("hold", hold, lane="gpu")
+    assert held.wait(10)
+    started_before = len(_events(window, "live", "start"))
+    specs = ["box:3", "box:5", "gaussian:sigma=1.5", "box:7x3"]
+    for text in specs:
+        type_spec(qtbot, window, text)
+    last_gen = window.runner.generation("live")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        gate.set()
+    assert window.result.spec.kernel.spec == "box:7x3"
+    started = _events(window, "live", "start")[started_before:]
+    assert started == [last_gen]  # one full result: the last edit's
+    np.testing.assert_array_equal(
+        window.result.image, blurapp.filter_image(small_image, "box:7x3", strategy="cpu").image
+    )
+
+
+def test_the_first_picture_does_not_wait_for_the_gpus_lane(qtbot, window, small_image) -> None:
+    show_image(qtbot, window, small_image)
+    gate, held = threading.Event(), threading.Event()
+
+    def hold(check, report):
+        held.set()
+        assert gate.wait(30)
+
+    window.runner.submit("hold", hold, lane="gpu")
+    assert held.wait(10)
+    try:
+        with qtbot.waitSignal(window.preview_ready, timeout=WAIT_MS):
+            type_spec(qtbot, window, "gaussian:sigma=2.5")
+        assert window.shown_spec.kernel.spec == "gaussian:sigma=2.5"
+        assert window.runner.is_busy("live")  # its full result waits for the lane
+    finally:
+        gate.set()
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        pass
+    assert window.result.spec.kernel.spec == "gaussian:sigma=2.5"
+
+
+def test_a_new_spec_stops_the_full_result_in_progress(qtbot, window) -> None:
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, size=(160, 200, 3), dtype=np.uint8)
+    show_image(qtbot, window, image)
+    previews: list[LivePreview] = []
+    window.runner.partial.connect(
+        lambda c, g, p: previews.append(p) if isinstance(p, LivePreview) else None
+    )
+    type_spec(qtbot, window, "disk:radius=60")  # seconds on the reference
+    slow_gen = window.runner.generation("live")
+    qtbot.waitUntil(lambda: window.runner.scheduler.is_running("live"), timeout=WAIT_MS)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "box:3")
+    assert window.result.spec.kernel.spec == "box:3"
+    assert slow_gen in _events(window, "live", "superseded")
+    assert slow_gen not in _events(window, "live", "done")
+
+
+def test_a_kernel_larger_than_the_image_costs_what_filter_image_costs(qtbot, window, small_image):
+    """Issue 26: disk:radius=120 on 40x56 with strategy cpu gave no result in 20 s."""
+    show_image(qtbot, window, small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        type_spec(qtbot, window, "disk:radius=120")
+    expected = blurapp.filter_image(small_image, "disk:radius=120", strategy="cpu")
+    np.testing.assert_array_equal(window.result.image, expected.image)
+    assert "tiles" not in window.result.reason
