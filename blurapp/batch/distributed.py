@@ -44,13 +44,14 @@ from blurapp.batch.pipeline import (
     Job,
     StreamPlan,
     file_dtype,
+    filter_frames,
     process_file,
     stream_file,
     stream_plan,
 )
 from blurapp.core.errors import BlurappError, OutputError, UsageError
 from blurapp.core.filterspec import FilterSpec
-from blurapp.io import read_image, with_pixels, write_image
+from blurapp.io import with_pixels, write_image
 from blurapp.io.atomic import TEMP_SUFFIX, temp_name
 
 __all__ = ["FileTask", "check_scheduler", "parse_scheduler", "run_distributed", "run_file"]
@@ -202,17 +203,21 @@ def run_file(task: FileTask) -> dict[str, Any]:
             )
             _record(task, result, record)
         else:
-            image = read_image(task.source, max_pixels=task.encode.max_pixels)
+            image = task.encode.read(task.source)  # --frame and --raw-linear as batch's
             height, width = image.pixels.shape[:2]
             record.width, record.height = width, height
             record.channels, record.dtype = image.channels, image.pixels.dtype.name
+            record.frames, record.notes = image.frame_count, image.notes
             dtype = file_dtype(spec, image.pixels.dtype, task.format)
-            result = pipeline.filter_pixels(
-                image.pixels, spec, dtype=dtype, max_tile_side=task.encode.max_tile_side,
-                check=check,
-            )  # fmt: skip
+            if image.frame_count > 1:  # every frame, as batch does
+                result, filtered = filter_frames(image, spec, dtype, task.encode, check=check)
+            else:
+                result = pipeline.filter_pixels(
+                    image.pixels, spec, dtype=dtype, max_tile_side=task.encode.max_tile_side,
+                    check=check,
+                )  # fmt: skip
+                filtered = with_pixels(image, result.image)
             check()
-            filtered = with_pixels(image, result.image)
             del image
             enc = task.encode
             write_image(

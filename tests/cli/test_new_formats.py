@@ -584,3 +584,20 @@ def test_new_formats_on_the_gpu(gpu, capsys, tmp_path) -> None:
     for frame, want in zip(pillow_frames(tmp_path / "a2.png")[0], pillow_frames(anim)[0],
                            strict=True):  # fmt: skip
         assert_within_one_level(frame, reference(want, 255))
+
+
+def test_batch_on_dask_filters_every_frame_too(capsys, tmp_path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    animation(folder / "a.png", "PNG")
+    decoded = pillow_frames(folder / "a.png")[0]
+    code, err = run(capsys, "batch", folder, "-o", tmp_path / "out", "-k", "box:3",
+                    "--strategy", "cpu", "--quiet", "--scheduler", "local:1",
+                    "--report", tmp_path / "r.json")  # fmt: skip
+    assert code == 0, err
+    got, durations, loop = pillow_frames(tmp_path / "out" / "a.png")
+    assert durations == [40, 80, 120] and loop == 2
+    for frame, want in zip(got, decoded, strict=True):
+        assert_within_one_level(frame, reference(want, 255))
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["files"][0]["frames"] == 3
