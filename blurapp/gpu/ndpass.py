@@ -76,7 +76,7 @@ KEPT_ARRAYS = 4
 KEPT_PIPELINES = 32
 _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
-_UNIFORM_BYTES = 256  # every pass's uniform buffer (TapsParams is 192 bytes)
+_UNIFORM_BYTES = 64 + 16 * 256  # every pass's uniform buffer: LineParams with its taps
 _WEIGHTS_START = 64 * 1024  # weight / tap buffers start here and double when a kernel needs it
 
 
@@ -139,14 +139,40 @@ class _Dispatch:
     template: tuple[tuple[str, Any], ...]
     constants: tuple[tuple[str, int], ...]
     uniforms: bytes
-    data: bytes  # weights or taps
-    total: int
+    data: bytes  # weights or taps (binding 2)
+    invocations: int
 
 
 def _groups(total: int) -> tuple[int, int]:
     groups = max(1, -(-total // _WG))
     gx = min(groups, _MAX_GROUPS)
     return gx, -(-groups // gx)
+
+
+#: The longest kernel a line pass unrolls (longer ones loop over a weights buffer, one output
+#: an invocation: nd_line_loop.wgsl); the uniform buffer holds one vec4 a tap.
+MAX_UNROLLED_TAPS = {"f32": 65, "df64": 33}
+
+
+def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's split of float32 ``hi`` into its top 12 bits and the rest, as the shader's."""
+    hi = hi.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = np.float32(4097.0) * hi
+        top = t - (t - hi)
+    return top, hi - top
+
+
+def _line_block(taps: int, n: int, precision: str) -> int:
+    """Outputs an invocation filters: runs of 16 from 15 to 33 taps, 8 otherwise (f32; the
+    texture row pass measured the same), 4 for df64 (its registers); no more than the axis."""
+    if precision == "df64":
+        block = 4
+    else:
+        block = 16 if 15 <= taps <= 33 else 8
+    while block > 1 and block // 2 >= n:
+        block //= 2
+    return block
 
 
 def _line_dispatch(
@@ -157,25 +183,73 @@ def _line_dispatch(
     constant: tuple[float, float],
     precision: str,
     two_prod: str,
-    skip_zero: bool,
 ) -> _Dispatch:
+    """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled)."""
+    outer, n, inner = shape3
+    taps = int(weights.shape[0])
+    df = precision == "df64"
+    if taps > MAX_UNROLLED_TAPS[precision]:
+        return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
+    width = 2 if df else 4
+    vec = width if inner % width == 0 else 1
+    block = _line_block(taps, n, precision)
+    # Along the last axis, f32 lines read as vec4 chunks (nd_line.wgsl).
+    chunked = not df and inner == 1 and n % 4 == 0 and block % 4 == 0
+    blocks = -(-n // block)
+    inner_v = inner // vec
+    invocations = outer * blocks * inner_v
+    gx, _ = _groups(invocations)
+    per_tap = np.zeros((taps, 4), dtype=np.float32)
+    if df:
+        pairs = _split(weights, 0)
+        per_tap[:, :2] = pairs
+        per_tap[:, 2], per_tap[:, 3] = _dekker_split(pairs[:, 0])
+    else:
+        with np.errstate(over="ignore"):
+            per_tap[:, 0] = weights.astype(np.float32)
+    header = (outer, n, inner_v, blocks, centre, gx, 1.0, invocations, *constant, 0.0, 0.0)
+    uniforms = struct.pack("<IIIIiIfIffff", *header) + per_tap.tobytes()
+    template: dict[str, Any] = {
+        "precision": precision, "taps": taps, "block": block, "vec": vec, "wg": _WG,
+    }  # fmt: skip
+    if df:
+        template["two_prod"] = two_prod
+    if chunked:
+        template["chunked"] = True
+        template["s0"] = -centre % 4
+    return _Dispatch(
+        "nd_line", tuple(sorted(template.items())), (("BORDER_MODE", mode),), uniforms, b"",
+        invocations,
+    )  # fmt: skip
+
+
+def _line_loop_dispatch(
+    shape3: tuple[int, int, int],
+    weights: np.ndarray,
+    centre: int,
+    mode: int,
+    constant: tuple[float, float],
+    precision: str,
+    two_prod: str,
+) -> _Dispatch:
+    """A 1-D pass of a long kernel: one output an invocation, the taps looped over."""
     outer, n, inner = shape3
     total = outer * n * inner
     gx, _ = _groups(total)
     uniforms = struct.pack(
         "<IIIIiIfIff", total, n, inner, weights.shape[0], centre, gx, 1.0, 0, *constant
     )
-    template: dict[str, Any] = {"precision": precision, "skip_zero": skip_zero, "wg": _WG}
+    template: dict[str, Any] = {"precision": precision, "skip_zero": False, "wg": _WG}
     if precision == "df64":
         template["two_prod"] = two_prod
+        data = _split(weights, 0).reshape(-1, 2)
+    else:
+        with np.errstate(over="ignore"):
+            data = weights.astype(np.float32)
     return _Dispatch(
-        "nd_line",
-        tuple(sorted(template.items())),
-        (("BORDER_MODE", mode),),
-        uniforms,
-        np.ascontiguousarray(weights, dtype=np.float32).tobytes(),
-        total,
-    )
+        "nd_line_loop", tuple(sorted(template.items())), (("BORDER_MODE", mode),), uniforms,
+        np.ascontiguousarray(data, dtype=np.float32).tobytes(), total,
+    )  # fmt: skip
 
 
 def _per_axis_vec(values: Sequence[int]) -> bytes:
@@ -300,7 +374,7 @@ class NdPasses:
         import wgpu
 
         data = np.ascontiguousarray(data, dtype=np.float32)
-        nbytes = max(data.nbytes, 4)
+        nbytes = max(16, -(-data.nbytes // 16) * 16)  # whole vec4s: the shaders' widest load
         with self._lock:
             device = self.context.device
             bufs = self._array_buffers(nbytes)
@@ -317,7 +391,7 @@ class NdPasses:
                 compute = encoder.begin_compute_pass()
                 compute.set_pipeline(pipeline)
                 compute.set_bind_group(0, group)
-                gx, gy = _groups(d.total)
+                gx, gy = _groups(d.invocations)
                 compute.dispatch_workgroups(gx, gy, 1)
                 compute.end()
                 src, dst = dst, src
@@ -703,18 +777,15 @@ def _chain_gpu(
 def _line_of(
     ln: Line, shape3: tuple[int, int, int], precision: str, two_prod: str, exp_in: int, w_exp: int
 ) -> _Dispatch:
-    df = precision == "df64"
-    if df:
-        weights = _split(ln.weights, w_exp).reshape(-1, 2)
+    if precision == "df64":
+        weights = np.ldexp(ln.weights, -w_exp)
         constant = _pair(ln.constant, exp_in)
     else:
-        weights = ln.weights.astype(np.float32)
-        with np.errstate(over="ignore"):
-            constant = (float(np.float32(ln.constant)), 0.0)
+        weights = ln.weights
+        constant = (_f32(ln.constant), 0.0)
     return _line_dispatch(
-        shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod,
-        skip_zero=False,
-    )  # fmt: skip
+        shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod
+    )
 
 
 def _line_in_slabs(

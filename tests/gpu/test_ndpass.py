@@ -30,11 +30,12 @@ MODES = {
 }
 CVAL = 0.75
 
-# Awkward shapes per ndim: a 1-long axis, odd sizes, axes shorter than the kernels below.
+# Awkward shapes per ndim: a 1-long axis, odd sizes, axes shorter than the kernels below; and
+# last axes of a multiple of 4 (f32 reads those lines as vec4 chunks).
 SHAPES = {
-    1: [(1,), (2,), (7,), (33,)],
-    2: [(1, 1), (1, 5), (6, 1), (5, 9)],
-    3: [(1, 3, 2), (4, 1, 5), (3, 5, 7)],
+    1: [(1,), (2,), (4,), (7,), (32,), (33,)],
+    2: [(1, 1), (1, 5), (6, 1), (5, 9), (3, 16)],
+    3: [(1, 3, 2), (4, 1, 5), (3, 5, 7), (2, 3, 8)],
     4: [(1, 2, 1, 3), (2, 3, 4, 5)],
 }
 KERNEL_SIZES = (1, 2, 4, 7, 12)  # 12 is longer than every axis above but the 33
@@ -342,9 +343,11 @@ def test_repeated_calls_build_nothing_new(gpu) -> None:
              Line(1, rng.normal(size=9), Border(BorderMode.REFLECT))]  # fmt: skip
     first = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
     made = dict(passes.stats)
-    other = [Line(0, rng.normal(size=5), Border(BorderMode.REFLECT), 1), lines[1]]
+    # New weights of the same length (and a new origin): the same pipelines, buffers and
+    # bind groups (the weights travel in the uniform buffer, not in the code).
+    other = [Line(0, rng.normal(size=9), Border(BorderMode.REFLECT), 1), lines[1]]
     second = correlate1d_chain(x + 1, other, precision="f32", passes_engine=passes)
-    assert dict(passes.stats) == made  # new weights, same pipelines, buffers, bind groups
+    assert dict(passes.stats) == made
     np.testing.assert_allclose(
         second, ndreference.correlate1d_chain(x + 1, other), rtol=0, atol=1e-4
     )
