@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QClipboard, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
@@ -91,6 +92,62 @@ def _step(p: FamilyParam) -> float:
     return 0.1 if p.kind == "number" else 1.0
 
 
+class SpecField(QLineEdit):
+    """The spec box: a QLineEdit that refuses a paste (keys, context menu, middle click or a
+    drop) longer than :data:`MAX_SPEC_CHARS` with a message naming its real length, before Qt
+    inserts it: Qt's own limit cuts the text, slowly (minutes for a few million characters),
+    and the parser then reports the cut text's size."""
+
+    too_long = Signal(int)  # the characters offered
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.setMaxLength(MAX_SPEC_CHARS)
+
+    def _fits(self, text: str) -> bool:
+        room = MAX_SPEC_CHARS - len(self.text()) + len(self.selectedText())
+        if len(text) <= room:
+            return True
+        self.too_long.emit(len(text))
+        return False
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if event.matches(QKeySequence.StandardKey.Paste) and not self._fits(
+            QApplication.clipboard().text()
+        ):
+            event.accept()
+            return
+        super().keyPressEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if event.button() == Qt.MouseButton.MiddleButton:  # X11's selection paste
+            selection = QApplication.clipboard().text(QClipboard.Mode.Selection)
+            if not self._fits(selection):
+                event.accept()
+                return
+        super().mouseReleaseEvent(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if event.mimeData().hasText() and not self._fits(event.mimeData().text()):
+            event.ignore()
+            return
+        super().dropEvent(event)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        menu = self.createStandardContextMenu()
+        for action in menu.actions():
+            if action.objectName() == "edit-paste":
+                action.triggered.disconnect()
+                action.triggered.connect(self.paste_checked)
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+    def paste_checked(self) -> None:
+        """Paste the clipboard unless it is too long (then :attr:`too_long`)."""
+        if self._fits(QApplication.clipboard().text()):
+            self.paste()
+
+
 class KernelDesigner(QWidget):
     """Family + parameters + spec field (objectName ``kernelSpec``) + an inline error line.
 
@@ -115,14 +172,14 @@ class KernelDesigner(QWidget):
                 self._add_control(p, look)
                 for attr in look.attrs:
                     labels.setdefault(attr, _LABELS.get(attr, p.name.capitalize()))
-        self.spec = QLineEdit(objectName="kernelSpec")
+        self.spec = SpecField(objectName="kernelSpec")
         self.spec.setPlaceholderText("e.g. gaussian:sigma=2, box:7x3, sobel:x, @kernel.json")
         self.spec.setToolTip("Kernel spec (press Enter to apply at once)")
         self.spec.setClearButtonEnabled(True)
         # Qt's default of 32,767 characters cut a pasted 513×513 matrix and the parser then
         # counted the weights left ("16377 given"): room for any 513×513 matrix of short
-        # weights, and a longer paste is said with its real length (_emit_typed).
-        self.spec.setMaxLength(MAX_SPEC_CHARS)
+        # weights, and a longer paste is refused with its real length.
+        self.spec.too_long.connect(self._too_long)
         self.error = QLabel(objectName="specError")
         self.error.setWordWrap(True)
         self.error.setStyleSheet("color: #b2182b;")
@@ -305,17 +362,14 @@ class KernelDesigner(QWidget):
         if self._kernel is not None:
             self.spec_edited.emit(matrix_spec(self._kernel.weights), "params")
 
+    def _too_long(self, size: int) -> None:
+        self.show_error(
+            f"the spec pasted is {size:,} characters, more than the {MAX_SPEC_CHARS:,} the spec "
+            "box holds: save the weights as a kernel JSON file and load it (@file.json)"
+        )
+
     def _emit_typed(self) -> None:
-        text = self.spec.text()
-        if len(text) >= MAX_SPEC_CHARS:
-            pasted = len(QApplication.clipboard().text())
-            size = f"{pasted:,} characters" if pasted > len(text) else "too long"
-            self.show_error(
-                f"the spec is {size}, more than the {MAX_SPEC_CHARS:,} the spec box holds: "
-                "save the weights as a kernel JSON file and load it (@file.json)"
-            )
-            return
-        self.spec_edited.emit(text, "typed")
+        self.spec_edited.emit(self.spec.text(), "typed")
 
     def _emit_typed_now(self) -> None:
         self._typing.stop()
