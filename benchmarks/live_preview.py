@@ -1,19 +1,32 @@
-"""How live the live preview is: the real window, driven offscreen as a user would drive it.
+"""How live the live preview is: the real window, driven offscreen as a user would drive it,
+each scenario in a fresh process with empty caches (Mesa's shader cache and the user cache
+directory point at a new folder), so that nothing was compiled before.
 
-On a 12-megapixel photo (4000×3000, the bundled rocket.jpg upscaled) at fit zoom:
+``first_seconds`` — a new user on a 12-megapixel photo (4000×3000, the bundled rocket.jpg
+upscaled), at fit zoom, from the moment the window opens: the photo is opened as soon as the
+window shows (the adapter probe and the warm-up start as they do for anyone), and
 
-- ``one_step``: one sigma step (5.0 → 5.1) to an updated image of the new sigma;
-- ``burst``: 20 sigma steps 100 ms apart; how many images were shown during the burst and how
-  long after the last input the last step's image was shown;
-- ``direct_to_auto``: strategy direct at sigma 5, back to auto 1.5 s later; how long until
-  auto's image is shown;
-- ``sample_new_sigma``: the 512×512 sample, a never-seen separable sigma to an updated image;
+- ``open``: how long until the first picture of the photo, and until its full result;
+- ``steps``: five sigma steps on the spin box, the first as soon as the first picture is on
+  screen, then one every 0.5 s, without waiting for any full result: each step's time to its
+  updated image;
+- ``typed``: eight sigmas typed into the spec field (select all, the text, Enter) 100 ms apart:
+  the last one's image after the last Enter, and how many full results ran for the others;
+- ``direct_to_auto``: strategy direct at sigma 5, back to auto after 0.2, 0.6, 1.0, 1.5 and
+  2.5 s (every phase of direct's run: compile, first tiles, later tiles): auto's image after
+  each switch.
 
-and through all of it the longest gap of a 10 ms heartbeat QTimer (a UI stall). "An updated
+``sample_cold`` — the 512×512 sample in a fresh window, five never-used sigmas one after the
+other (each once the previous one's image is shown), while the warm-up is still running.
+
+``settled`` — the older measurement: the photo's full result first, then one step, a burst of
+20 spin-box steps 100 ms apart, direct → auto after 1.5 s, and a never-seen sigma on the
+sample.
+
+Through all of it, the longest gap of a 10 ms heartbeat QTimer (a UI stall). "An updated
 image" is the first picture of the new settings on screen: a reduced preview where the window
-shows one (``preview_ready``), else the full result (``result_ready``); both are reported.
-JSON goes to stdout or ``--json FILE``. Timings describe this machine; they are not asserted
-anywhere::
+shows one (``preview_ready``), else the full result (``result_ready``). JSON goes to stdout or
+``--json FILE``. Timings describe this machine; they are not asserted anywhere::
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/live_preview.py --json out.json
 """
@@ -24,6 +37,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -110,7 +124,7 @@ def sigma_of(spec) -> float | None:
         return None
 
 
-def run(photo: Path, size: tuple[int, int]) -> dict:
+def run_settled(photo: Path, size: tuple[int, int]) -> dict:
     from PySide6.QtCore import QSettings
 
     from blurapp.ui.app import make_app
@@ -218,20 +232,180 @@ def run(photo: Path, size: tuple[int, int]) -> dict:
     return out
 
 
+def _window(size: tuple[int, int]):
+    from PySide6.QtCore import QSettings
+
+    from blurapp.ui.app import make_app
+    from blurapp.ui.main_window import MainWindow
+
+    app = make_app()
+    settings = QSettings(str(Path(tempfile.mkdtemp()) / "bench.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings)
+    window.resize(*size)
+    window.show()
+    return app, window
+
+
+def _type_spec(window, text: str) -> None:
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    field = window.designer.spec
+    field.setFocus()
+    field.selectAll()
+    QTest.keyClicks(field, text)
+    QTest.keyClick(field, Qt.Key.Key_Return)
+
+
+def _full_results(window, since_generation: int) -> int:
+    """Full-resolution runs of the live channel that were started since a generation."""
+    log = list(window.runner.scheduler.log)
+    return sum(1 for c, g, e in log if c == "live" and e == "start" and g > since_generation)
+
+
+def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
+    t_start = time.perf_counter()
+    app, window = _window(size)
+    clock = Clock(app, window)
+    designer = window.designer
+    out: dict = {"window_ms": _ms(time.perf_counter(), t_start)}
+    window.strategy_combo.setCurrentText("auto")
+    designer.sigma.setValue(5.0)
+    app.processEvents()
+
+    # --- open at once
+    t0 = time.perf_counter()
+    window.open_path(photo)
+    first = clock.wait_shown(t0, lambda s: sigma_of(s) == 5.0)
+    out["open"] = {"first_picture_ms": _ms(first, t0)}
+
+    # --- five steps, 0.5 s apart, from the first picture on
+    steps = []
+    sigma = 5.0
+    for _ in range(5):
+        sigma = round(sigma + 0.1, 1)
+        t = time.perf_counter()
+        designer.sigma.setValue(sigma)
+        shown = clock.wait_shown(t, lambda s, v=sigma: sigma_of(s) == v)
+        steps.append(_ms(shown, t))
+        clock.pump(max(0.0, 0.5 - (time.perf_counter() - t)))
+    out["steps_ms"] = steps
+    full = clock.wait_shown(t0, lambda s: sigma_of(s) == sigma, kind="result")
+    out["open"]["first_full_result_ms"] = _ms(full, t0)
+    clock.pump(0.3)
+
+    # --- typed edits, 100 ms apart
+    typed = [round(3.0 + 0.37 * i, 2) for i in range(8)]
+    gen0 = window.runner.generation("live")
+    t_first = time.perf_counter()
+    last = t_first
+    for value in typed:
+        last = time.perf_counter()
+        _type_spec(window, f"gaussian:sigma={value:g}")
+        clock.pump(max(0.0, 0.1 - (time.perf_counter() - last)))
+    shown = clock.wait_shown(last, lambda s: sigma_of(s) == typed[-1])
+    done = clock.wait_shown(last, lambda s: sigma_of(s) == typed[-1], kind="result")
+    out["typed"] = {
+        "edits": len(typed),
+        "last_shown_after_last_enter_ms": _ms(shown, last),
+        "last_full_result_after_last_enter_ms": _ms(done, last),
+        "full_results_started": _full_results(window, gen0),
+        "max_stall_ms": clock.max_stall_ms(t_first, time.perf_counter()),
+    }
+    clock.pump(0.3)
+
+    # --- direct, back to auto at several phases of its run
+    designer.sigma.setValue(5.0)
+    clock.wait_shown(time.perf_counter() - 0.01, lambda s: sigma_of(s) == 5.0, kind="result")
+    phases = {}
+    for after in (0.2, 0.6, 1.0, 1.5, 2.5):
+        window.strategy_combo.setCurrentText("direct")
+        clock.pump(after)
+        t = time.perf_counter()
+        window.strategy_combo.setCurrentText("auto")
+        shown = clock.wait_shown(t, lambda s: s.strategy == "auto" and sigma_of(s) == 5.0)
+        phases[f"{after:g}s"] = _ms(shown, t)
+        clock.wait_shown(t, lambda s: s.strategy == "auto", kind="result")
+        clock.pump(0.2)
+    out["direct_to_auto_ms"] = phases
+    out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
+    out["stalls_over_50ms"] = sum(
+        1 for a, b in itertools.pairwise(clock.ticks) if (b - a) * 1e3 > 50
+    )
+    window.close()
+    return out
+
+
+def run_sample_cold(size: tuple[int, int]) -> dict:
+    from PIL import Image
+
+    app, window = _window(size)
+    clock = Clock(app, window)
+    window.strategy_combo.setCurrentText("auto")
+    window.designer.sigma.setValue(5.0)
+    sample = np.asarray(Image.open(ROOT / "assets" / "samples" / "astronaut.png").convert("RGB"))
+    t0 = time.perf_counter()
+    window.set_image(sample)
+    first = clock.wait_shown(t0, lambda s: sigma_of(s) == 5.0)
+    out: dict = {"first_picture_ms": _ms(first, t0), "fit_scale": None}
+    times = []
+    for sigma in (3.37, 1.23, 7.71, 2.46, 11.3):
+        t = time.perf_counter()
+        window.designer.sigma.setValue(sigma)
+        shown = clock.wait_shown(t, lambda s, v=sigma: sigma_of(s) == v)
+        times.append(_ms(shown, t))
+        clock.pump(0.3)
+    out["fit_scale"] = round(window.compare.result_view.scale_factor(), 4)
+    out["never_used_sigmas_ms"] = times
+    out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
+    window.close()
+    return out
+
+
+SCENARIOS = ("first_seconds", "sample_cold", "settled")
+
+
+def _one(scenario: str, photo: Path, size: tuple[int, int]) -> dict:
+    if scenario == "first_seconds":
+        return run_first_seconds(photo, size)
+    if scenario == "sample_cold":
+        return run_sample_cold(size)
+    return run_settled(photo, size)
+
+
+def _fresh_process(scenario: str, photo: Path, size: str) -> dict:
+    """``scenario`` in a new process with empty caches (nothing compiled before)."""
+    cache = tempfile.mkdtemp(prefix="blurapp-cold-")
+    env = {**os.environ, "XDG_CACHE_HOME": cache, "MESA_SHADER_CACHE_DIR": cache}
+    out = Path(cache) / "out.json"
+    argv = [sys.executable, __file__, "--scenario", scenario, "--photo", str(photo)]
+    subprocess.run([*argv, "--size", size, "--json", str(out)], env=env, check=True)
+    return json.loads(out.read_text())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="write the figures here (else stdout)")
     parser.add_argument("--photo", type=Path, help="a photo to use instead of the 12 MP one")
     parser.add_argument("--size", default="1600x1000", help="window size WxH (1600x1000)")
+    parser.add_argument("--scenario", choices=SCENARIOS, action="append",
+                        help="run only these (each in this process when one is given)")  # fmt: skip
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     photo = args.photo or make_photo(Path(tempfile.mkdtemp()) / "photo12mp.jpg")
-    figures = {
-        "machine": f"{platform.machine()} · {os.cpu_count()} CPUs · {platform.python_version()}",
-        "window": [width, height],
-        "photo": str(photo),
-        **run(photo, (width, height)),
-    }
+    chosen = args.scenario or list(SCENARIOS)
+    if len(chosen) == 1:
+        figures = _one(chosen[0], photo, (width, height))
+    else:
+        figures = {
+            "machine": f"{platform.machine()} · {os.cpu_count()} CPUs · "
+            f"{platform.python_version()}",
+            "load_average": os.getloadavg(),
+            "window": [width, height],
+            "photo": str(photo),
+        }
+        for scenario in chosen:
+            figures[scenario] = _fresh_process(scenario, photo, args.size)
     text = json.dumps(figures, indent=2)
     if args.json:
         args.json.write_text(text + "\n")

@@ -70,15 +70,23 @@ def engine_rate(kind: str) -> float | None:
     return float(value) if value and math.isfinite(value) and value > 0 else None
 
 
-def taps_per_value(strategy: str, kernel: Kernel) -> float:
-    """Modelled multiply-adds per output value of ``strategy`` on ``kernel``: the
-    reference's and the 1-D passes' rows + columns for a separable kernel, else its non-zero
-    taps (the reference skips zeros); GPU strategies by the planner's cost in direct taps."""
+def taps_per_value(strategy: str, kernel: Kernel, factor: int = 1) -> float:
+    """Modelled multiply-adds per output value of ``strategy`` on ``kernel`` (resampled to
+    1 / ``factor`` where ``factor`` > 1, without making it): the reference's and the 1-D
+    passes' rows + columns for a separable kernel, else its non-zero taps (the reference skips
+    zeros); GPU strategies by the planner's cost in direct taps."""
     rows, cols = kernel.shape
     if kind_of(strategy) == "cpu":
-        if kernel.separability.rank == 1:
+        if factor > 1:
+            rows, cols = _reduced_shape(kernel, factor)
+        if kernel.separability.rank == 1:  # resampling keeps a kernel separable
             return float(rows + cols)
-        return float(max(1, int((kernel.weights != 0).sum())))
+        nonzero = int((kernel.weights != 0).sum()) / kernel.weights.size
+        return float(max(1.0, nonzero * rows * cols))
+    if factor > 1:
+        from blurapp.live.scaling import reduced_kernel
+
+        kernel = reduced_kernel(kernel, factor)
     from blurapp.core import planner
 
     try:
@@ -90,11 +98,21 @@ def taps_per_value(strategy: str, kernel: Kernel) -> float:
     return found if math.isfinite(found) else float(rows * cols)
 
 
-def work(strategy: str, kernel: Kernel, pixels: int, channels: int = 3) -> float:
-    """Multiply-adds (modelled, fixed work included) of one run over ``pixels`` outputs; GPU
-    strategies always work on four channels (RGBA textures)."""
+def _reduced_shape(kernel: Kernel, factor: int) -> tuple[int, int]:
+    """The shape :func:`blurapp.live.scaling.reduced_kernel` gives (at most)."""
+    rows, cols = kernel.shape
+    ar, ac = kernel.anchor
+    hr = math.ceil(max(ar, rows - 1 - ar) / factor)
+    hc = math.ceil(max(ac, cols - 1 - ac) / factor)
+    return 2 * hr + 1, 2 * hc + 1
+
+
+def work(strategy: str, kernel: Kernel, pixels: int, channels: int = 3, factor: int = 1) -> float:
+    """Multiply-adds (modelled, fixed work included) of one run over ``pixels`` outputs
+    (``kernel`` resampled to 1 / ``factor``); GPU strategies always work on four channels
+    (RGBA textures)."""
     values = pixels * (4 if kind_of(strategy) == "gpu" else max(1, channels))
-    return values * (taps_per_value(strategy, kernel) + FIXED_PER_VALUE)
+    return values * (taps_per_value(strategy, kernel, factor) + FIXED_PER_VALUE)
 
 
 @dataclass(frozen=True)
@@ -144,8 +162,13 @@ class Rates:
             self._rate[kind] = math.sqrt(self._rate[kind] * measured)  # geometric: fast to follow
             self._runs[kind] += 1
 
-    def estimate_ms(self, strategy: str, kernel: Kernel, pixels: int, channels: int = 3) -> float:
-        return work(strategy, kernel, pixels, channels) / self.rate(kind_of(strategy)) * 1e3
+    def estimate_ms(
+        self, strategy: str, kernel: Kernel, pixels: int, channels: int = 3, factor: int = 1
+    ) -> float:
+        """How long a run over ``pixels`` outputs takes at the measured rate (``kernel``
+        resampled to 1 / ``factor``)."""
+        found = work(strategy, kernel, pixels, channels, factor)
+        return found / self.rate(kind_of(strategy)) * 1e3
 
     # ------------------------------------------------------------------------ warm pipelines
     def mark_warm(self, key: tuple[object, ...]) -> None:
@@ -175,8 +198,6 @@ class Rates:
         or, where ``gpu_ready`` (its pipelines compiled, its lane idle), on the GPU if that
         is estimated faster. Never reduced below :data:`MIN_PICTURE_SIDE` pixels; the
         reductions tried are multiples of the view's."""
-        from blurapp.live.scaling import reduced_kernel
-
         h, w = max(1, region[0]), max(1, region[1])
         factor = max(1, int(view_factor))
         most = max(factor, max(h, w) // MIN_PICTURE_SIDE)
@@ -190,12 +211,13 @@ class Rates:
         multiples = iter((2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64))
         f = factor
         while True:
-            small = reduced_kernel(kernel, f) if f > 1 else kernel
             pixels = (-(-h // f)) * (-(-w // f))
-            options = [FirstPicture(f, "cpu", self.estimate_ms("cpu", small, pixels, channels))]
+            cpu_ms = self.estimate_ms("cpu", kernel, pixels, channels, f)
+            options = [FirstPicture(f, "cpu", cpu_ms)]
             if gpu is not None:
                 name = gpu if f == 1 else "auto"
-                options.append(FirstPicture(f, name, self.estimate_ms(name, small, pixels)))
+                gpu_ms = self.estimate_ms(name, kernel, pixels, channels, f)
+                options.append(FirstPicture(f, name, gpu_ms))
             pick = min(options, key=lambda o: o.estimate_ms)
             if pick.estimate_ms < best.estimate_ms:
                 best = pick

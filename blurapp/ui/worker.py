@@ -23,25 +23,25 @@ from blurapp.live.scheduler import BACKGROUND, REFINE, USER, Preempted, Schedule
 
 __all__ = ["BACKGROUND", "REFINE", "USER", "JobRunner", "Preempted", "StaleJobError"]
 
-#: How much lower than the UI thread the workers run (Linux ``nice``, per thread, inherited by
-#: the threads they start: the pipeline's tile threads, the Vulkan driver's). On a 2-core CPU
-#: running lavapipe, the UI thread then gets a core whenever it has work: no UI stalls behind
-#: a filter.
+#: How much lower than the UI thread each lane runs (Linux ``nice``, per thread, inherited by
+#: the threads it starts: the pipeline's tile threads, the Vulkan driver's, which the adapter
+#: probe on the ``gpu`` lane creates). On a 2-core CPU running lavapipe the UI thread gets a
+#: core whenever it has work, a change's first picture comes before the full result of the
+#: one before (still compiling, say), and the warm-up takes what is left.
+LANE_NICE = {"first": 2, "files": 5, "gpu": 8, "background": 19}
+#: Lanes not named above.
 WORKER_NICE = 5
-#: The background lane's extra ``nice`` (warm-up compiles): the user's work gets the cores.
-BACKGROUND_NICE = 10
 
 #: What a job raises (or lets through from ``check``) when a newer request has arrived.
 StaleJobError = Superseded
 
 
 def _lower_priority(lane: str = "") -> None:
-    """Lower the calling thread's scheduling priority by :data:`WORKER_NICE` (and the
-    background lane's by :data:`BACKGROUND_NICE` more)."""
+    """Lower the calling thread's scheduling priority as :data:`LANE_NICE` says (once)."""
     if getattr(_lowered, "done", False):
         return
     _lowered.done = True
-    step = WORKER_NICE + (BACKGROUND_NICE if lane == "background" else 0)
+    step = LANE_NICE.get(lane, WORKER_NICE)
     try:
         tid = threading.get_native_id()
         os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + step)

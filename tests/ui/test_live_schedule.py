@@ -109,3 +109,20 @@ def test_a_kernel_larger_than_the_image_costs_what_filter_image_costs(qtbot, win
     expected = blurapp.filter_image(small_image, "disk:radius=120", strategy="cpu")
     np.testing.assert_array_equal(window.result.image, expected.image)
     assert "tiles" not in window.result.reason
+
+
+def test_the_window_limits_blas_threads_unless_told_not_to() -> None:
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from blurapp.ui.app import limit_blas_threads
+
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    try:
+        assert limit_blas_threads({"BLURAPP_BLAS_THREADS": "off"}) is None
+        assert limit_blas_threads({}) == 1
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {1}
+        assert limit_blas_threads({"BLURAPP_BLAS_THREADS": "2"}) == 2
+        assert limit_blas_threads({"BLURAPP_BLAS_THREADS": "many"}) == 1
+    finally:
+        if before:
+            threadpool_limits(before[0], user_api="blas")
