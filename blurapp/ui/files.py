@@ -133,6 +133,19 @@ def _free_name(path: Path) -> Path:
     raise AssertionError  # unreachable
 
 
+def _bytes(n: float) -> str:
+    """Memory for a message: ``"1.5 GiB"``, ``"12 MiB"``."""
+    if n >= 2**30:
+        return f"{n / 2**30:.1f} GiB"
+    return f"{max(1, round(n / 2**20))} MiB"
+
+
+def _why_not(path: Path, err: BlurappError) -> str:
+    """``"notes.txt (not a PNG, JPEG, ... file)"``: a dropped file's name and the reason."""
+    reason = str(err).replace(f"cannot read {path}: ", "")
+    return f"{path.name} ({reason})"
+
+
 def sample_path() -> Path:
     """The bundled sample photo (public domain; see assets/samples/LICENSES.md)."""
     res = importlib.resources.files("blurapp.assets").joinpath(*SAMPLE)
@@ -212,7 +225,7 @@ def _open_first(paths: Sequence[Path], max_pixels: int, check) -> Opened | Large
             info = probe_image(path)
         except BlurappError as err:
             first_error = first_error or err
-            skipped.append(str(err))
+            skipped.append(_why_not(path, err))
             continue
         if opened is not None:
             others.append(path)
@@ -225,7 +238,7 @@ def _open_first(paths: Sequence[Path], max_pixels: int, check) -> Opened | Large
             opened = Opened(path, read_image(path, max_pixels=limit))
         except BlurappError as err:
             first_error = first_error or err
-            skipped.append(str(err))
+            skipped.append(_why_not(path, err))
     if opened is None:
         if len(paths) == 1 and first_error is not None:
             raise first_error
@@ -463,9 +476,9 @@ class WindowFiles:
             f"{large.path.name} is {info.width}×{info.height}, {mp:.1f} megapixels: over the "
             f"limit of {limit:g} megapixels."
         )
-        memory = f"Opening and filtering it needs about {need / 2**30:.1f} GiB of memory"
+        memory = f"Opening and filtering it needs about {_bytes(need)} of memory"
         if free is not None:
-            memory += f"; {free * MEMORY_SHARE / 2**30:.1f} GiB are free"
+            memory += f"; {_bytes(free * MEMORY_SHARE)} are free"
         if can_open:
             informative = (
                 "The limit guards against decompression bombs: small files that declare huge "
@@ -635,7 +648,7 @@ class WindowFiles:
             f"lost for good: the file will hold the filtered image ({dtype})."
         )
         if fmt in ("jpg", "webp"):
-            lost += f" {fmt.upper()} is lossy: it is encoded again."
+            lost += f" {'JPEG' if fmt == 'jpg' else 'WebP'} is lossy: it is encoded again."
         if file_dialogs.ask_overwrite_original(self.parent, source, what, lost):
             self.save_result(source, original=True)
 
