@@ -117,7 +117,12 @@ class HeifCodec(Codec):
         mode = ("RGBA" if alpha else "RGB") + (";16" if pixels.dtype == np.uint16 else "")
         height, width = pixels.shape[:2]
         heif = pillow_heif.from_bytes(mode=mode, size=(width, height), data=pixels.tobytes())
-        kwargs: dict[str, Any] = {"quality": -1 if options.lossless else options.quality}
+        kwargs: dict[str, Any] = {
+            "quality": -1 if options.lossless else options.quality,
+            # libheif's x265 default (preset "slow") took 16.7 s for a 1600×1200 photo at
+            # quality 90, 4:4:4; "faster" 5.3 s for a file 8 % larger (one run, load 7).
+            "enc_params": {"preset": "faster"},
+        }
         if pixels.dtype == np.uint16:
             kwargs["bit_depth"] = 12
         if options.lossless or options.quality >= 90:
