@@ -100,14 +100,13 @@ def check_dtype_fits(spec: FilterSpec, formats: Iterable[str]) -> None:
     bad = sorted({f for f in formats if output_dtype(wanted, f) != wanted})
     if not bad:
         return
-    holds = "; ".join(f"{f.upper()} holds {' and '.join(_HOLDS.get(f, ('uint8',)))}" for f in bad)
+    from blurapp.io import codecs
+
+    holds = "; ".join(f"{f.upper()} holds {' and '.join(codecs.get_codec(f).dtypes)}" for f in bad)
     raise UsageError(
         f"--dtype {spec.dtype} cannot be written as {', '.join(f.upper() for f in bad)} "
         f"({holds}): write TIFF or .npy, or choose another --dtype"
     )
-
-
-_HOLDS = {"png": ("uint8", "uint16")}
 
 
 def run_apply(args: argparse.Namespace) -> int:
