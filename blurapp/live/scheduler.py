@@ -111,6 +111,8 @@ class Scheduler:
         #: (channel, generation, event) in order, for tests and the benchmark: "start",
         #: "step", "preempted", "superseded", "done", "failed" (the last 2000).
         self.log: deque[tuple[str, int, str]] = deque(maxlen=2000)
+        #: The same events with their time.monotonic() (the benchmark's timeline).
+        self.timeline: deque[tuple[float, str, int, str]] = deque(maxlen=2000)
         self._threads = [
             threading.Thread(target=self._loop, args=(lane,), name=f"{name}-{lane}", daemon=True)
             for lane in self.lanes
@@ -273,13 +275,17 @@ class Scheduler:
                     self._cond.wait(wake)
                 del self._pending[task.channel]
                 self._running[lane] = task
-                self.log.append((task.channel, task.generation, "start"))
+                self._note(task.channel, task.generation, "start")
             try:
                 self._run(task)
             finally:
                 with self._cond:
                     del self._running[lane]
                     self._cond.notify_all()
+
+    def _note(self, channel: str, gen: int, event: str) -> None:
+        self.log.append((channel, gen, event))
+        self.timeline.append((time.monotonic(), channel, gen, event))
 
     def _check_for(self, task: _Task) -> Check:
         def check() -> None:
@@ -307,28 +313,28 @@ class Scheduler:
                 with checking(check):
                     task.result = task.steps[task.index](check, report)
                 task.index += 1
-                self.log.append((channel, gen, "step"))
+                self._note(channel, gen, "step")
         except Superseded:
-            self.log.append((channel, gen, "superseded"))
+            self._note(channel, gen, "superseded")
             return
         except Preempted:
             task.preempted += 1
-            self.log.append((channel, gen, "preempted"))
+            self._note(channel, gen, "preempted")
             with self._cond:
                 # Back in the queue with its place (seq) kept, unless superseded meanwhile.
                 if self._generation.get(channel, 0) == gen and channel not in self._pending:
                     self._pending[channel] = task
             return
         except BlurappError as err:
-            self.log.append((channel, gen, "failed"))
+            self._note(channel, gen, "failed")
             self._deliver(self._on_failed, channel, gen, str(err))
             return
         except Exception as err:  # a bug, not a user error: one line to show, details on stderr
             traceback.print_exc()
-            self.log.append((channel, gen, "failed"))
+            self._note(channel, gen, "failed")
             self._deliver(self._on_failed, channel, gen, f"{type(err).__name__}: {err}")
             return
-        self.log.append((channel, gen, "done"))
+        self._note(channel, gen, "done")
         self._deliver(self._on_done, channel, gen, task.result, always=task.finish)
 
     def _deliver(
