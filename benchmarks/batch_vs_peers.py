@@ -8,12 +8,16 @@ them with:
 - ImageMagick ``convert IN -gaussian-blur 0x2 OUT`` (one process per file, as a shell loop does),
 - libvips ``vips gaussblur IN OUT 2`` (one process per file).
 
-A peer that is not installed is skipped with the command that installs it (Debian/Ubuntu:
-``apt-get install imagemagick libvips-tools``). Prints the median wall time of each tool, the
-ratios to blurapp, and peak resident memory (``wait4``'s ru_maxrss: the largest process of a run).
+With ``--whole``, also ``blurapp batch`` with band streaming off (``BLURAPP_BANDS=0``, glibc's
+heap as it is: every PNG decoded whole, as before band streaming), in the same rounds.
+
+A peer that is not installed is skipped with the command that installs it (Debian/Ubuntu, as
+root: ``apt-get install -y libvips-tools imagemagick``). Prints the median wall time of each
+tool, the ratios to blurapp and to libvips, and peak resident memory (GNU time's maximum
+resident set, or ``wait4``'s ru_maxrss: the largest process of a run).
 
 Usage: ``python benchmarks/batch_vs_peers.py [--count 20] [--size 3840x2160] [--rounds 3]
-[--formats png,jpg] [--strategy auto] [--json results.json]``
+[--formats png,jpg] [--strategy auto] [--whole] [--skip-imagemagick] [--json results.json]``
 """
 
 from __future__ import annotations
@@ -35,8 +39,8 @@ import numpy as np
 from PIL import Image
 
 INSTALL_HINT = {
-    "imagemagick": "apt-get install imagemagick",
-    "vips": "apt-get install libvips-tools",
+    "imagemagick": "apt-get install -y imagemagick",
+    "vips": "apt-get install -y libvips-tools",
 }
 
 
@@ -132,14 +136,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=None, help="blurapp --jobs")
     parser.add_argument("--workdir", help="where to put images (default: a temporary folder)")
     parser.add_argument("--json", help="write the results here as JSON")
+    parser.add_argument(
+        "--whole", action="store_true",
+        help="also time blurapp with band streaming off (BLURAPP_BANDS=0): before and after",
+    )  # fmt: skip
+    parser.add_argument(
+        "--skip-imagemagick", action="store_true", help="leave ImageMagick out (10x slower)"
+    )
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
 
     magick = _imagemagick()
     vips = shutil.which("vips")
-    tools = ["blurapp"]
+    tools = ["blurapp", *(["blurapp-whole"] if args.whole else [])]
+    if args.skip_imagemagick:
+        magick = None
     for name, found in (("imagemagick", magick), ("vips", vips)):
+        if args.skip_imagemagick and name == "imagemagick":
+            continue
         if found:
             tools.append(name)
         else:
@@ -163,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("XDG_RUNTIME_DIR", tempfile.gettempdir())
 
     def commands(tool: str, fmt: str, out: Path) -> list[list[str]]:
-        if tool == "blurapp":
+        if tool in ("blurapp", "blurapp-whole"):
             cmd = [sys.executable, "-m", "blurapp", "batch", *map(str, inputs[fmt])]
             cmd += ["-o", str(out), "-k", "gaussian:sigma=2", "--strategy", args.strategy]
             cmd += ["--overwrite", "-q"]
@@ -178,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         assert vips is not None
         return [[vips, "gaussblur", str(p), str(out / p.name), "2"] for p in inputs[fmt]]
 
+    load_before = os.getloadavg()
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
     runs: list[Run] = []
     for r in range(args.rounds):
         order = tools if r % 2 == 0 else tools[::-1]  # alternate to spread drift and warm caches
@@ -187,12 +204,17 @@ def main(argv: list[str] | None = None) -> int:
                 if out.exists():
                     shutil.rmtree(out)
                 out.mkdir()
-                wall, peak = _run_measured(commands(tool, fmt, out), env)
+                tool_env = env
+                if tool == "blurapp-whole":
+                    tool_env = {**env, "BLURAPP_BANDS": "0", "BLURAPP_HEAP": "default"}
+                wall, peak = _run_measured(commands(tool, fmt, out), tool_env)
                 runs.append(Run(tool, fmt, wall, peak))
                 print(f"round {r + 1} {fmt:4s} {tool:12s} {wall:8.2f} s  peak {peak:7.1f} MiB")
 
+    load_after = os.getloadavg()
     print()
     print(f"{args.count} images {width}x{height}, gaussian sigma 2, median of {args.rounds} rounds")
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for fmt in formats:
         summary[fmt] = {}
@@ -201,12 +223,18 @@ def main(argv: list[str] | None = None) -> int:
             peaks = [x.peak_rss_mib for x in runs if x.tool == tool and x.fmt == fmt]
             summary[fmt][tool] = {"wall_s": statistics.median(walls), "peak_rss_mib": max(peaks)}
         base = summary[fmt]["blurapp"]["wall_s"]
+        vips_wall = summary[fmt]["vips"]["wall_s"] if "vips" in summary[fmt] else None
         for tool in tools:
             s = summary[fmt][tool]
             s["ratio_to_blurapp"] = s["wall_s"] / base
+            to_vips = ""
+            if vips_wall:
+                s["ratio_to_vips"] = s["wall_s"] / vips_wall
+                to_vips = f"  x{s['ratio_to_vips']:5.2f} of libvips"
             print(
-                f"{fmt:4s} {tool:12s} {s['wall_s']:8.2f} s  {s['wall_s'] / args.count:6.2f} s/image"
-                f"  x{s['ratio_to_blurapp']:5.2f} of blurapp  peak {s['peak_rss_mib']:7.1f} MiB"
+                f"{fmt:4s} {tool:13s} {s['wall_s']:8.2f} s  {s['wall_s'] / args.count:6.2f} s/image"
+                f"  x{s['ratio_to_blurapp']:5.2f} of blurapp{to_vips}"
+                f"  peak {s['peak_rss_mib']:7.1f} MiB"
             )
     # Same job? The first image's outputs, compared with blurapp's.
     for fmt in formats:
@@ -220,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
             "platform": platform.platform(),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
+            "load_average": {"before": load_before, "after": load_after},
         }
         Path(args.json).write_text(
             json.dumps(

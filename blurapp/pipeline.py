@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from blurapp.core.checks import checking
-from blurapp.core.colour import linear_to_srgb, srgb_to_linear
+from blurapp.core.colour import ChannelCurves
 from blurapp.core.errors import (
     ArrayError,
     ArrayTypeError,
@@ -114,6 +114,7 @@ class Prepared:
     convert: Convert | None  # makes the output pixels straight from the filter's result
     output: str  # the GPU output texture's format
     key: Hashable | None  # names x's pixels for the GPU (skip the upload of an equal key)
+    curves: ChannelCurves | None = None  # --linear's transfer curves (None: sRGB's)
 
     @property
     def squeeze(self) -> bool:
@@ -210,8 +211,14 @@ def _float_dtype(spec: FilterSpec, pixels: np.ndarray | None = None) -> type:
     return np.float32 if spec.runs_on_gpu else np.float64
 
 
-def _to_filter_floats(pixels: np.ndarray, spec: FilterSpec) -> np.ndarray:
-    """Stored pixels → the float H×W×C image the kernel sees (linear, premultiplied as asked)."""
+_SRGB_CURVES = ChannelCurves()
+
+
+def _to_filter_floats(
+    pixels: np.ndarray, spec: FilterSpec, curves: ChannelCurves | None = None
+) -> np.ndarray:
+    """Stored pixels → the float H×W×C image the kernel sees (linear by ``curves``, sRGB's by
+    default; premultiplied as asked)."""
     x = to_float(pixels, _float_dtype(spec, pixels))
     channels = x.shape[2]
     colour = channels - 1 if _has_alpha(channels) else channels
@@ -220,7 +227,7 @@ def _to_filter_floats(pixels: np.ndarray, spec: FilterSpec) -> np.ndarray:
         return x
     x = x.copy()  # to_float may return a view of the input
     if spec.linear:
-        x[:, :, :colour] = srgb_to_linear(x[:, :, :colour])
+        x[:, :, :colour] = (curves or _SRGB_CURVES).to_linear(x[:, :, :colour])
     if premultiply:
         x[:, :, :colour] *= x[:, :, colour:]
     return x
@@ -313,6 +320,7 @@ def prepare(
     *,
     dtype: np.dtype | type | None = None,
     input_key: Hashable | None = None,
+    curves: ChannelCurves | None = None,
 ) -> Prepared:
     """The first stage: check the pixels and make what the filter receives.
 
@@ -323,6 +331,8 @@ def prepare(
         dtype: the output's pixel type (default: ``spec.dtype``, else the input's).
         input_key: names ``pixels`` (equal keys, equal pixels) so that the GPU skips uploading
             an image its input texture already holds (a live preview); ``None`` uploads.
+        curves: the transfer curves ``--linear`` decodes and encodes with: the image's ICC
+            profile's (:func:`blurapp.io.icc.profile_curves`); ``None``: sRGB's.
     """
     check_image(pixels)
     out_dtype = np.dtype(dtype) if dtype is not None else spec.output_dtype(pixels.dtype)
@@ -333,12 +343,13 @@ def prepare(
     if uploads_stored(pixels.dtype, channels, spec):
         x, storage = (pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]), "rgba8"
     else:
-        x, storage = _to_filter_floats(pixels, spec), "rgba32f"
+        x, storage = _to_filter_floats(pixels, spec, curves), "rgba32f"
     key = None
     if input_key is not None:
         # What the filter receives depends on the preparation as well as on the pixels.
-        key = (input_key, pixels.dtype.str, pixels.shape, storage, spec.linear, spec.alpha)
-    return Prepared(spec, pixels, x, storage, out_dtype, convert, output, key)
+        decoded = (spec.linear, curves if spec.linear else None)
+        key = (input_key, pixels.dtype.str, pixels.shape, storage, decoded, spec.alpha)
+    return Prepared(spec, pixels, x, storage, out_dtype, convert, output, key, curves)
 
 
 def run(prepared: Prepared) -> Filtered:
@@ -383,11 +394,11 @@ def finish_floats(filtered: Filtered) -> np.ndarray:
             src = to_float(p.source, np.float64)
             if spec.linear:
                 src = src.copy()
-                src[:, :, :colour] = srgb_to_linear(src[:, :, :colour])
+                src[:, :, :colour] = (p.curves or _SRGB_CURVES).to_linear(src[:, :, :colour])
             y[hidden, :colour] = src[hidden, :colour]
     if spec.linear:
         y = np.array(y, copy=True)
-        y[:, :, :colour] = linear_to_srgb(y[:, :, :colour])
+        y[:, :, :colour] = (p.curves or _SRGB_CURVES).from_linear(y[:, :, :colour])
     return y
 
 
@@ -441,6 +452,7 @@ def filter_pixels(
     check: Callable[[], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     in_flight: int = TILES_IN_FLIGHT,
+    curves: ChannelCurves | None = None,
 ) -> FilterResult:
     """Filter one image's pixels as ``spec`` says: :func:`prepare`, :func:`run`, :func:`finish`.
 
@@ -450,7 +462,7 @@ def filter_pixels(
     depend on the image size (direct, tiled, separable, transpose and the reference).
 
     Arguments:
-        pixels, spec, dtype, input_key: see :func:`prepare`.
+        pixels, spec, dtype, input_key, curves: see :func:`prepare`.
         max_tile_side: tiles of at most this many pixels per side, halo included.
         check: called between tiles (and between the bands of a long GPU pass); it raises to
             cancel the work (the exception propagates).
@@ -476,14 +488,14 @@ def filter_pixels(
     )
     if grid.whole:
         with checking(check, progress):  # between the bands of a long GPU pass
-            filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key))
+            filtered = run(prepare(pixels, spec, dtype=dtype, input_key=input_key, curves=curves))
         image = finish(filtered)
         timings, ran, reason = [filtered.timing], filtered.strategy, filtered.reason
         if progress is not None:
             progress(1, 1)
     else:
         image, timings, ran, reason = _filter_tiles(
-            pixels, spec, grid, dtype, check, progress, in_flight=in_flight
+            pixels, spec, grid, dtype, check, progress, in_flight=in_flight, curves=curves
         )
     wall_ms = (time.perf_counter() - start) * 1e3
     pixel_count = int(pixels.shape[0] * pixels.shape[1])
@@ -499,6 +511,7 @@ def stream_pixels(
     max_tile_side: int | None = None,
     check: Callable[[], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    curves: ChannelCurves | None = None,
 ) -> FilterResult:
     """:func:`filter_pixels` for an image that need not be in memory: tiles are read from
     ``source`` and their results handed to ``sink``, so that only the tiles in flight are held
@@ -509,7 +522,7 @@ def stream_pixels(
             (``source[y0:y1, x0:x1]`` gives an array); only each tile and its halo are read.
         sink: called with ``(y0, y1, x0, x1)`` and the output pixels of that window, once per
             window, row by row (the grid's order), from one thread at a time.
-        dtype, max_tile_side, check, progress: see :func:`filter_pixels`.
+        dtype, max_tile_side, check, progress, curves: see :func:`filter_pixels`.
 
     Returns:
         A :class:`FilterResult` whose ``image`` is ``None``: the pixels went to ``sink``.
@@ -521,7 +534,9 @@ def stream_pixels(
     grid = tile_grid(
         source.shape, spec.effective_kernel, spec.strategy, max_tile_side=max_tile_side
     )
-    _, timings, ran, reason = _filter_tiles(source, spec, grid, dtype, check, progress, sink)
+    _, timings, ran, reason = _filter_tiles(
+        source, spec, grid, dtype, check, progress, sink, curves=curves
+    )
     wall_ms = (time.perf_counter() - start) * 1e3
     pixel_count = int(source.shape[0] * source.shape[1])
     return FilterResult(None, sum_timings(timings, pixel_count, wall_ms), ran, reason)  # type: ignore[arg-type]
@@ -560,6 +575,7 @@ def _filter_tiles(
     sink: Sink | None = None,
     *,
     in_flight: int = TILES_IN_FLIGHT,
+    curves: ChannelCurves | None = None,
 ) -> tuple[np.ndarray | None, list[Timing], str, str]:
     """Run the image tile by tile: the next tile is gathered and prepared, and the previous one
     finished, on worker threads while the current one runs (the GPU's own work is one queue).
@@ -582,7 +598,7 @@ def _filter_tiles(
 
     def prepared_tile(window: tuple[int, int, int, int]) -> tuple[Prepared, tuple[int, int]]:
         padded, origin = gather(pixels, grid, window, spec.border)
-        return prepare(padded, spec, dtype=out_dtype), origin
+        return prepare(padded, spec, dtype=out_dtype, curves=curves), origin
 
     def interior(
         filtered: Filtered, window: tuple[int, int, int, int], origin: tuple[int, int]
@@ -593,7 +609,9 @@ def _filter_tiles(
         # Only the window's own pixels: its source (invisible pixels' colour, cut from the
         # gathered tile rather than read from the image again) and its result.
         source = p.source[oy : oy + y1 - y0, ox : ox + x1 - x0]
-        kept = Prepared(p.spec, source, p.x, p.storage, p.out_dtype, p.convert, p.output, None)
+        kept = Prepared(
+            p.spec, source, p.x, p.storage, p.out_dtype, p.convert, p.output, None, p.curves
+        )
         y = filtered.y[oy : oy + y1 - y0, ox : ox + x1 - x0]
         return Filtered(kept, y, filtered.final, filtered.timing, filtered.strategy, "")
 

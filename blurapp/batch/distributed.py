@@ -45,6 +45,7 @@ from blurapp.batch.pipeline import (
     StreamPlan,
     file_dtype,
     filter_frames,
+    linear_curves,
     process_file,
     stream_file,
     stream_plan,
@@ -214,7 +215,7 @@ def run_file(task: FileTask) -> dict[str, Any]:
             else:
                 result = pipeline.filter_pixels(
                     image.pixels, spec, dtype=dtype, max_tile_side=task.encode.max_tile_side,
-                    check=check,
+                    check=check, curves=linear_curves(spec, image.icc_profile),
                 )  # fmt: skip
                 filtered = with_pixels(image, result.image)
             check()

@@ -9,6 +9,7 @@ one file, for ``blurapp apply``.
 from __future__ import annotations
 
 import math
+import os
 import queue
 import threading
 import time
@@ -20,6 +21,7 @@ import numpy as np
 
 from blurapp import pipeline
 from blurapp.core.borders import BorderMode
+from blurapp.core.colour import ChannelCurves
 from blurapp.core.errors import BlurappError, ImageError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.tiling import TILE_TEXELS, TileGrid
@@ -37,6 +39,7 @@ from blurapp.io import (
     write_image,
 )
 from blurapp.io.bands import open_png_source, png_sink
+from blurapp.io.icc import profile_curves
 from blurapp.io.tiffstream import TIFF_TILE, open_tiff_source, tiff_sink
 from blurapp.memory import MEMORY_SHARE, available_memory
 
@@ -70,6 +73,9 @@ DEFAULT_MEMORY_BUDGET = 256 * 2**20
 #: side, halo included: a 4K photo's GPU textures are then those of a 512² tile (about 1 MB
 #: each, 4 MB for the float intermediate) instead of the whole image's 0.27 GB.
 BAND_TILE_SIDE = 512
+
+#: ``BLURAPP_BANDS=0`` turns band streaming off (every PNG decoded whole, as before it).
+BANDS_ENV = "BLURAPP_BANDS"
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,8 @@ def _band_plan(
     PNG that :func:`blurapp.io.bands.open_png_source` reads, unless the border wraps (the first
     rows' halo would be the last rows) or the kernel is too large for band tiles."""
     if info.format != "png" or fmt != "png" or spec.border.mode is BorderMode.WRAP:
+        return None
+    if os.environ.get(BANDS_ENV) == "0":  # switched off (benchmarks/batch_vs_peers.py compares)
         return None
     out_dtype = file_dtype(spec, info.dtype, fmt)
     side = min(encode.max_tile_side or BAND_TILE_SIDE, BAND_TILE_SIDE)
@@ -326,7 +334,7 @@ def stream_file(
     ):
         return pipeline.stream_pixels(
             src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
-            progress=progress,
+            progress=progress, curves=linear_curves(spec, src.metadata.icc_profile),
         )  # fmt: skip
 
 
@@ -361,8 +369,15 @@ def _stream_png(
     ):
         return pipeline.stream_pixels(
             src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
-            progress=progress,
+            progress=progress, curves=linear_curves(spec, src.icc_profile),
         )  # fmt: skip
+
+
+def linear_curves(spec: FilterSpec, icc_profile: bytes | None) -> ChannelCurves | None:
+    """The transfer curves ``--linear`` decodes an image of this ICC profile with (its own:
+    Adobe RGB's gamma, a camera's table; sRGB's without a profile), or ``None`` without
+    ``--linear``."""
+    return profile_curves(icc_profile) if spec.linear else None
 
 
 def process_file(
@@ -405,8 +420,9 @@ def process_file(
         result, filtered = filter_frames(image, spec, dtype, encode, progress=progress)
     else:
         result = pipeline.filter_pixels(
-            image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side, progress=progress
-        )
+            image.pixels, spec, dtype=dtype, max_tile_side=encode.max_tile_side, progress=progress,
+            curves=linear_curves(spec, image.icc_profile),
+        )  # fmt: skip
         # The input's pixels are not needed to encode (only its metadata): let them go first,
         # which lowers the peak memory of a large image by its own size.
         filtered = with_pixels(image, result.image)
@@ -441,13 +457,14 @@ def filter_frames(
         filtered frames, its durations, loop count, disposal and order kept.
     """
     frames = image.frames
+    curves = linear_curves(spec, image.icc_profile)
     done: list[np.ndarray] = []
     results: list[pipeline.FilterResult] = []
     for i, frame in enumerate(frames):
         if check is not None:
             check()
         result = pipeline.filter_pixels(
-            frame, spec, dtype=dtype, max_tile_side=encode.max_tile_side
+            frame, spec, dtype=dtype, max_tile_side=encode.max_tile_side, curves=curves
         )
         done.append(result.image)
         results.append(replace(result, image=None))  # type: ignore[arg-type]
@@ -668,7 +685,10 @@ def run_pipeline(
                 item.tiled = not grid.whole or image.frame_count > 1
                 if not item.tiled:
                     dtype = file_dtype(spec, image.pixels.dtype, job.format)
-                    item.prepared = pipeline.prepare(image.pixels, spec, dtype=dtype)
+                    item.prepared = pipeline.prepare(
+                        image.pixels, spec, dtype=dtype,
+                        curves=linear_curves(spec, image.icc_profile),
+                    )  # fmt: skip
                 filter_q.put(item)
             except BlurappError as err:
                 budget.release(reserved)
@@ -733,8 +753,9 @@ def run_pipeline(
                 elif item.tiled:
                     dtype = file_dtype(spec, src.dtype, item.job.format)
                     item.result = pipeline.filter_pixels(
-                        src, spec, dtype=dtype, max_tile_side=encode.max_tile_side
-                    )
+                        src, spec, dtype=dtype, max_tile_side=encode.max_tile_side,
+                        curves=linear_curves(spec, item.image.icc_profile),
+                    )  # fmt: skip
                 else:
                     assert item.prepared is not None
                     item.filtered = pipeline.run(item.prepared)
