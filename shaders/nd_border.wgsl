@@ -39,3 +39,24 @@ fn nd_border_index(i: i32, n: i32, mode: i32) -> i32 {
     }
     return nd_positive_mod(i, n);
 }
+
+// nd_border_index for offsets at most one reflection away, i in [-(n - 1), 2n - 2] (the
+// caller's windows reach less than the axis's length): no division and no branch, only
+// selects, which matters on SIMD lanes (lavapipe runs every branch that any lane takes).
+fn nd_border_index_near(i: i32, n: i32, mode: i32) -> i32 {
+    let below = i < 0;
+    let above = i >= n;
+    if (mode == 0) {
+        return clamp(i, 0, n - 1);
+    }
+    if (mode == 1) {
+        return select(i, -1, below || above);
+    }
+    if (mode == 2) {
+        return select(select(i, -1 - i, below), 2 * n - 1 - i, above);
+    }
+    if (mode == 3) {
+        return select(select(select(i, -i, below), 2 * n - 2 - i, above), 0, n == 1);
+    }
+    return select(select(i, i + n, below), i - n, above);
+}

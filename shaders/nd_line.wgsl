@@ -22,12 +22,17 @@
 // no compiler folds 0 * x away). Every load goes through the border mapping (one compare in
 // the interior; an interior copy of the code would run both paths on SIMD lanes).
 //
+// `near` (the window reaches less than the axis's length on either side) maps offsets with
+// nd_border_index_near, without division.
+//
 // Template parameters: `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
 
 {% set df = precision == "df64" %}
 {% set chunked = chunked | default(false) %}
+{% set near = near | default(false) %}
+{% set map = "nd_border_index_near" if near else "nd_border_index" %}
 // The type of one load, and of the values a tap computes with.
 {% if df %}
 {% set mem = "vec4<f32>" if vec == 2 else "vec2<f32>" %}
@@ -128,7 +133,7 @@ fn main(
 {% endfor %}
     } else {
 {% for i in range(block + taps - 1) %}
-        m{$ i $} = load_at(row, nd_border_index(start + {$ i $}, n, BORDER_MODE), jv);
+        m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
 {% endfor %}
     }
 {% for q in range(block // 4) %}
@@ -142,7 +147,7 @@ fn main(
 {% endfor %}
 {% else %}
 {% for i in range(block + taps - 1) %}
-    let m{$ i $} = load_at(row, nd_border_index(start + {$ i $}, n, BORDER_MODE), jv);
+    let m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
 {% endfor %}
 {% if df %}
     // hi, lo of every loaded element, and hi's Dekker split (once per element, shared by the

@@ -214,6 +214,8 @@ def _line_dispatch(
     }  # fmt: skip
     if df:
         template["two_prod"] = two_prod
+    if centre <= n - 1 and taps - 1 - centre <= n - 1:  # one reflection at most
+        template["near"] = True
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
