@@ -215,7 +215,8 @@ class Opened:
 def _open_first(paths: Sequence[Path], max_pixels: int, check) -> Opened | LargeImage:
     """The CPU worker's open: the first of ``paths`` that is an image is decoded; the others
     are probed (headers only) to tell images from the rest."""
-    opened: Opened | LargeImage | None = None
+    opened: Opened | None = None
+    large: LargeImage | None = None
     others: list[Path] = []
     skipped: list[str] = []
     first_error: BlurappError | None = None
@@ -232,13 +233,22 @@ def _open_first(paths: Sequence[Path], max_pixels: int, check) -> Opened | Large
             continue
         limit = max_pixels
         if info.pixels > limit:
-            opened = LargeImage(path, info, limit)
+            # Asked about only when no other image of the drop opens: one question at most,
+            # and the images after it are not lost behind a Cancel.
+            large = large or LargeImage(path, info, limit)
+            if len(paths) > 1:
+                skipped.append(
+                    f"{path.name} ({info.width}×{info.height}, over the limit of "
+                    f"{limit / 1e6:g} megapixels: open it alone to be asked)"
+                )
             continue
         try:
             opened = Opened(path, read_image(path, max_pixels=limit))
         except BlurappError as err:
             first_error = first_error or err
             skipped.append(_why_not(path, err))
+    if opened is None and large is not None:
+        return large
     if opened is None:
         if len(paths) == 1 and first_error is not None:
             raise first_error
@@ -247,8 +257,7 @@ def _open_first(paths: Sequence[Path], max_pixels: int, check) -> Opened | Large
             + "; ".join(skipped[:3])
             + (f"; and {len(skipped) - 3} more" if len(skipped) > 3 else "")
         )
-    if isinstance(opened, Opened):
-        opened.others, opened.skipped = others, skipped
+    opened.others, opened.skipped = others, skipped
     return opened
 
 

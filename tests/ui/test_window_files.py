@@ -477,6 +477,20 @@ def test_dropping_several_images_opens_the_first_and_lists_the_others(
     assert window.files.recent.paths()[:2] == [str(a), str(b)]
 
 
+def test_a_large_image_first_in_a_drop_does_not_hide_the_others(
+    qtbot, window, tmp_path, small_image, answers
+) -> None:
+    """Found by tests/fuzz/attack_window.py: [bomb.png, photo.png] dropped asked about the
+    bomb and, on Cancel, opened nothing. Now the photo opens and the notice names the bomb;
+    no question is asked."""
+    photo = _png(tmp_path / "photo.png", small_image)  # 2240 pixels: over a limit of 1000
+    small = _png(tmp_path / "small.png", small_image[:20, :20].copy())  # 400 pixels
+    with qtbot.waitSignal(window.model.image_changed, timeout=WAIT_MS):
+        window.files._start_open([photo, small], 1000)
+    assert window.image_path == small and answers.asked == []
+    assert "photo.png (56×40, over the limit of 0.001 megapixels" in window.files.last_notice
+
+
 def test_dropping_only_files_that_are_not_images_says_why(qtbot, window, tmp_path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("hello")
