@@ -27,9 +27,8 @@ __all__ = ["BACKGROUND", "REFINE", "USER", "JobRunner", "Preempted", "StaleJobEr
 #: the threads it starts: the pipeline's tile threads, the Vulkan driver's, which the adapter
 #: probe on the ``gpu`` lane creates). On a 2-core CPU running lavapipe the UI thread gets a
 #: core whenever it has work and a change's first picture comes before the full result of the
-#: one before. Not lower for the GPU's lane (at +8 a 12 MP result took 80 s beside other
-#: processes at load average 9, against 13 s at +5), nor far lower for the background: a
-#: warm-up compile holds the GPU's lock, and a refine waits for it (priority inversion).
+#: one before. The background is not far lower: a warm-up compile holds the GPU's lock, and a
+#: refine waiting for it would wait the longer (priority inversion).
 LANE_NICE = {"first": 2, "files": 5, "gpu": 5, "background": 10}
 #: Lanes not named above.
 WORKER_NICE = 5
