@@ -571,3 +571,22 @@ def test_a_huge_number_in_a_spec_is_shown_short(qtbot, window) -> None:
     assert not window.request_spec("im:Disk:1e300")
     text = window.designer.error.text()
     assert "1e+300" in text and len(text) < 120
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_a_513_tap_kernel_under_auto_shows_its_result_without_a_traceback(
+    qtbot, gpu, window, small_image, capfd
+) -> None:
+    """Issue 26 item 2 seen from the window (the planner's fix is engineer A's): disk:radius=256
+    under auto on a small image is a result, the same as the API's, and nothing is printed."""
+    window.strategy_combo.setCurrentText("auto")
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.set_image(small_image)
+    with qtbot.waitSignal(window.result_ready, timeout=120000):
+        assert window.request_spec("disk:radius=256")
+    assert window.live_error == "" and not window.designer.has_error()
+    assert window.result.spec.kernel.shape == (513, 513)
+    expected = blurapp.filter_image(small_image, "disk:radius=256").image
+    np.testing.assert_allclose(window.result.image, expected, atol=1)
+    assert "Traceback" not in capfd.readouterr().err
