@@ -335,6 +335,12 @@ class ImageView(QGraphicsView):
             self.zoom_by(ZOOM_STEP**steps)
         event.accept()
 
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 (Qt override)
+        super().scrollContentsBy(dx, dy)
+        # The viewport scrolls its child widgets with the picture: the note ("preview at
+        # 17 %…") stays in the corner (fitting a 12 MP photo had moved it to (-3353, -2523)).
+        self._note.move(8, 8)
+
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
         if self._fit:

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLineEdit
+from PySide6.QtWidgets import QLabel, QLineEdit
 
 import blurapp
 from blurapp.ui.jobs import LivePreview
@@ -126,3 +126,23 @@ def test_the_window_limits_blas_threads_unless_told_not_to() -> None:
     finally:
         if before:
             threadpool_limits(before[0], user_api="blas")
+
+
+def test_the_preview_note_stays_in_the_corner_when_the_view_scrolls(qtbot) -> None:
+    from PySide6.QtGui import QColor, QImage
+
+    from blurapp.ui.image_view import ImageView
+
+    view = ImageView()
+    qtbot.addWidget(view)
+    view.resize(300, 200)
+    view.show()
+    picture = QImage(3000, 2000, QImage.Format.Format_RGB32)
+    picture.fill(QColor(90, 120, 150))
+    view.set_image(picture, logical_size=(3000, 2000))
+    view.set_note("preview at 25 %…")
+    view.set_scale(1.0)  # 100 %: the picture is larger than the view and scrolls
+    view.horizontalScrollBar().setValue(view.horizontalScrollBar().maximum())
+    view.verticalScrollBar().setValue(view.verticalScrollBar().maximum() // 2)
+    label = view.findChild(QLabel, "viewNote")
+    assert label.isVisible() and (label.x(), label.y()) == (8, 8)
