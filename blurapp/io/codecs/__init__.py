@@ -4,13 +4,12 @@ the pixel types and channels it stores, the metadata it carries, and its probe, 
 This is the only list of formats: the command line's ``--format`` choices and help, the
 window's open and save filters, ``blurapp info``, the README's format table and
 :mod:`blurapp.io.images` all read it (``tests/io/test_codecs.py`` fails on a literal list of
-formats elsewhere). Adding a format is adding one module here and its line in ``_MODULES``.
-Codecs import their libraries when they run, so this import is cheap.
+formats elsewhere). Adding a format is adding one module here, imported below and named in
+``_MODULES``. Codecs import their libraries when they run, so this import is cheap.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
@@ -45,15 +44,15 @@ __all__ = [
     "writable_formats",
 ]
 
+# Imported by name, not by importlib: PyInstaller's module finder sees these imports (and the
+# codecs' own function-level imports of their libraries) and bundles them.
+from blurapp.io.codecs import avif, bmp, gif, heif, jpeg, npy, png, raw, tiff, webp
+
 #: The codec modules, in the order formats are listed to users.
-_MODULES = ("png", "jpeg", "tiff", "webp", "bmp", "npy", "heif", "avif", "gif", "raw")
+_MODULES = (png, jpeg, tiff, webp, bmp, npy, heif, avif, gif, raw)
 
 #: Every codec by name, in the order of ``_MODULES``.
-CODECS: dict[str, Codec] = {}
-for _module in _MODULES:
-    _codec = importlib.import_module(f"blurapp.io.codecs.{_module}").CODEC
-    CODECS[_codec.name] = _codec
-del _module, _codec
+CODECS: dict[str, Codec] = {m.CODEC.name: m.CODEC for m in _MODULES}
 
 # Camera raw is recognised before TIFF: a DNG, a NEF or an ARW has a TIFF header.
 _SNIFF_ORDER = sorted(CODECS.values(), key=lambda c: 0 if c.name == "raw" else 1)
