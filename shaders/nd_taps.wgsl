@@ -1,34 +1,42 @@
 // n-D correlation with n-D weights over a storage buffer (C order), as scipy.ndimage.correlate
-// runs it: one invocation per output element, one loop over the kernel's taps. The host sends
-// only the taps scipy does not skip (|w| > DBL_EPSILON), so a NaN under a zero weight does not
-// spread. Each tap carries its offset along every axis and, for outputs whose whole window lies
-// inside the array, one linear offset (most outputs read each tap with one load).
+// runs it. The kernel is a set of rows along the last axis (one per combination of offsets
+// along the other axes): each invocation filters BLOCK neighbouring outputs along the last
+// axis, and for each kernel row maps the row's position once per leading axis, loads the
+// BLOCK + KW - 1 elements the outputs share (their last-axis positions mapped once per
+// invocation) and adds the KW unrolled taps (lavapipe pays per SIMD lane for every load; a loop
+// over single taps, each with its own offsets and loads, ran 5-15x slower than nd_line).
 //
-// Template parameters: `ndim` (1..8), `precision` "f32" or "df64" (nd_line.wgsl), `wg`,
-// `two_prod` (df64). Per-axis sizes, strides, border modes and the window's reach are uniforms.
+// A weight scipy skips (|w| <= DBL_EPSILON: the host sends 0 for it) is selected away, not
+// multiplied, so that a NaN or Inf under it does not spread; the weights are data, not code,
+// so every kernel of a shape shares one pipeline.
+//
+// Template parameters: `ndim` (1..8), `kw` (weights along the last axis), `block`, `near`
+// (every window reaches less than its axis's length: nd_border_index_near), `precision`
+// ("f32" or "df64", nd_df64.wgsl), `wg`, `two_prod` (df64). Per-axis sizes, strides and border
+// modes are uniforms.
 
 {% set df = precision == "df64" %}
 {% set elem = "vec2<f32>" if df else "f32" %}
-{% set tap_words = 3 + ndim %}
+{% set map = "nd_border_index_near" if near else "nd_border_index" %}
+{% set loads = block + kw - 1 %}
 
 struct TapsParams {
-    total: u32,
-    ntaps: u32,
+    total_v: u32,     // invocations: rows of the array before the last axis x blocks
+    rows: u32,        // kernel rows: the product of the weights' sizes but the last
     groups_x: u32,
-    one: f32,
-    constant: vec2<f32>,
-    _pad: vec2<f32>,
+    one: f32,         // 1.0, opaque to the compiler (nd_df64.wgsl)
+    constant: vec2<f32>,  // the value outside the array (hi, lo; f32 uses hi)
+    blocks: u32,      // ceil(shape[last] / BLOCK)
+    centre: i32,      // the weights' centre along the last axis
     shape: array<vec4<i32>, 2>,
     stride: array<vec4<i32>, 2>,
     mode: array<vec4<i32>, 2>,
-    reach_lo: array<vec4<i32>, 2>,  // the smallest tap offset along each axis
-    reach_hi: array<vec4<i32>, 2>,  // the largest
 }
 
 @group(0) @binding(0) var<storage, read> src: array<{$ elem $}>;
 @group(0) @binding(1) var<storage, read_write> dst: array<{$ elem $}>;
-// Per tap, {$ tap_words $} words: the weight's hi and lo (f32 bits), the linear offset (i32),
-// then the offset along each axis (i32).
+// Per kernel row, 8 words: its offset along each leading axis (i32). Then the weights, row by
+// row, KW a row: f32, or 4 words (hi, lo, hi's top 12 bits, hi's rest) for df64.
 @group(0) @binding(2) var<storage, read> taps: array<u32>;
 @group(0) @binding(3) var<uniform> params: TapsParams;
 
@@ -37,76 +45,118 @@ struct TapsParams {
 {% include "nd_df64.wgsl" %}
 {% endif %}
 
+{% macro ax(name, a) %}params.{$ name $}[{$ a // 4 $}][{$ a % 4 $}]{% endmacro %}
+
 @compute @workgroup_size({$ wg $})
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let idx = (wid.y * params.groups_x + wid.x) * {$ wg $}u + lid;
-    if (idx >= params.total) {
+    let g = (wid.y * params.groups_x + wid.x) * {$ wg $}u + lid;
+    if (g >= params.total_v) {
         return;
     }
-    var rem = i32(idx);
-    var interior = true;
-{% for a in range(ndim) %}
-    let c{$ a $} = rem / params.stride[{$ a // 4 $}][{$ a % 4 $}];
-    rem -= c{$ a $} * params.stride[{$ a // 4 $}][{$ a % 4 $}];
-    interior = interior && c{$ a $} + params.reach_lo[{$ a // 4 $}][{$ a % 4 $}] >= 0
-        && c{$ a $} + params.reach_hi[{$ a // 4 $}][{$ a % 4 $}] < params.shape[{$ a // 4 $}][{$ a % 4 $}];
+    let b = g % params.blocks;
+    var rest = i32(g / params.blocks);  // the row of the array, before the last axis
+{% for a in range(ndim - 2, -1, -1) %}
+    let c{$ a $} = rest % {$ ax("shape", a) $};
+    rest = rest / {$ ax("shape", a) $};
 {% endfor %}
-{% if df %}
-    var hi = 0.0;
-    var lo = 0.0;
-    var raw = 0.0;
-{% else %}
-    var acc = 0.0;
-{% endif %}
-    let ntaps = params.ntaps;
-    for (var t = 0u; t < ntaps; t++) {
-        let rec = t * {$ tap_words $}u;
-{% if df %}
-        let w = vec2<f32>(bitcast<f32>(taps[rec]), bitcast<f32>(taps[rec + 1u]));
-{% else %}
-        let w = bitcast<f32>(taps[rec]);
-{% endif %}
-        var v: {$ elem $};
-        if (interior) {
-            v = src[u32(i32(idx) + bitcast<i32>(taps[rec + 2u]))];
-        } else {
-            var lin = 0;
-            var outside = false;
-{% for a in range(ndim) %}
-            {
-                let s = nd_border_index(
-                    c{$ a $} + bitcast<i32>(taps[rec + {$ 3 + a $}u]),
-                    params.shape[{$ a // 4 $}][{$ a % 4 $}],
-                    params.mode[{$ a // 4 $}][{$ a % 4 $}],
-                );
-                outside = outside || s < 0;
-                lin += s * params.stride[{$ a // 4 $}][{$ a % 4 $}];
-            }
+    let n = {$ ax("shape", ndim - 1) $};
+    let last_mode = {$ ax("mode", ndim - 1) $};
+    let first = i32(b) * {$ block $};
+    let start = first - params.centre;
+{% for j in range(loads) %}
+    let s{$ j $} = {$ map $}(start + {$ j $}, n, last_mode);
 {% endfor %}
-            if (outside) {
-                v = {$ "params.constant" if df else "params.constant.x" $};
-            } else {
-                v = src[u32(lin)];
-            }
+    let weights0 = params.rows * 8u;
+{% if df %}
+{% for o in range(block) %}
+    var hi{$ o $} = 0.0;
+    var lo{$ o $} = 0.0;
+    var raw{$ o $} = 0.0;
+{% endfor %}
+{% else %}
+{% for o in range(block) %}
+    var acc{$ o $} = 0.0;
+{% endfor %}
+{% endif %}
+    for (var r = 0u; r < params.rows; r++) {
+        var base = 0;
+        var outside = false;
+{% for a in range(ndim - 1) %}
+        {
+            let s = {$ map $}(c{$ a $} + bitcast<i32>(taps[r * 8u + {$ a $}u]), {$ ax("shape", a) $},
+                {$ ax("mode", a) $});
+            outside = outside || s < 0;
+            base += s * {$ ax("stride", a) $};
         }
+{% endfor %}
+{% for j in range(loads) %}
+        var v{$ j $} = {$ "params.constant" if df else "params.constant.x" $};
+        if (!outside && s{$ j $} >= 0) {
+            v{$ j $} = src[u32(base + s{$ j $})];
+        }
+{% endfor %}
 {% if df %}
-        let ph = (w.x * v.x) * params.one;  // rounded as written (nd_df64.wgsl)
-        raw += ph;
-        let pl = df_prod_err(w.x, v.x, ph) + (w.x * v.y + w.y * v.x);
-        let s = df_two_sum(hi, ph);
-        let r = df_quick_two_sum(s.x, s.y + (lo + pl));
-        hi = r.x;
-        lo = r.y;
+{% for j in range(loads) %}
+        let h{$ j $} = v{$ j $}.x;
+        let l{$ j $} = v{$ j $}.y;
+{% if two_prod != "fma" %}
+        let q{$ j $} = (4097.0 * h{$ j $}) * params.one;
+        let hh{$ j $} = q{$ j $} * params.one - (q{$ j $} - h{$ j $});
+        let hl{$ j $} = h{$ j $} - hh{$ j $};
+{% endif %}
+{% endfor %}
+{% endif %}
+{% for k in range(kw) %}
+        {
+{% if df %}
+            let wi = weights0 + (r * {$ kw $}u + {$ k $}u) * 4u;
+            let w = vec4<f32>(bitcast<f32>(taps[wi]), bitcast<f32>(taps[wi + 1u]),
+                bitcast<f32>(taps[wi + 2u]), bitcast<f32>(taps[wi + 3u]));
+            let keep = w.x != 0.0;
+{% for o in range(block) %}
+            {
+                let ph = (w.x * h{$ o + k $}) * params.one;
+{% if two_prod == "fma" %}
+                let err = fma(w.x, h{$ o + k $}, -ph);
 {% else %}
-        acc += w * v;
+                let err = ((w.z * hh{$ o + k $} - ph) + w.z * hl{$ o + k $} + w.w * hh{$ o + k $})
+                    + w.w * hl{$ o + k $};
+{% endif %}
+                let pl = err + (w.x * l{$ o + k $} + w.y * h{$ o + k $});
+                let s = hi{$ o $} + ph;
+                let bb = s * params.one - hi{$ o $};
+                let e = (hi{$ o $} - (s - bb)) + (ph - bb);
+                let t = e + (lo{$ o $} + pl);
+                let nhi = s + t;
+                let nlo = t - (nhi * params.one - s);
+                hi{$ o $} = select(hi{$ o $}, nhi, keep);
+                lo{$ o $} = select(lo{$ o $}, nlo, keep);
+                raw{$ o $} = select(raw{$ o $}, raw{$ o $} + ph, keep);
+            }
+{% endfor %}
+{% else %}
+            let w = bitcast<f32>(taps[weights0 + r * {$ kw $}u + {$ k $}u]);
+            let keep = w != 0.0;
+{% for o in range(block) %}
+            acc{$ o $} += select(0.0, w * v{$ o + k $}, keep);
+{% endfor %}
+{% endif %}
+        }
+{% endfor %}
+    }
+    let row_start = u32(i32(g / params.blocks) * n);
+{% for o in range(block) %}
+    if (first + {$ o $} < n) {
+{% if df %}
+        let bad = (bitcast<u32>(raw{$ o $}) & 0x7f800000u) == 0x7f800000u;
+        dst[row_start + u32(first + {$ o $})] = select(vec2<f32>(hi{$ o $}, lo{$ o $}),
+            vec2<f32>(raw{$ o $}, 0.0), bad);
+{% else %}
+        dst[row_start + u32(first + {$ o $})] = acc{$ o $};
 {% endif %}
     }
-{% if df %}
-    dst[idx] = select(vec2<f32>(hi, lo), vec2<f32>(raw, 0.0), df_nonfinite(raw));
-{% else %}
-    dst[idx] = acc;
-{% endif %}
+{% endfor %}
 }

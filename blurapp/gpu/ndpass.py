@@ -259,44 +259,71 @@ def _per_axis_vec(values: Sequence[int]) -> bytes:
     return struct.pack(f"<{MAX_ND}i", *padded)
 
 
+#: The longest kernel row (along the last axis) nd_taps unrolls; longer rows run in pieces
+#: (df64's taps are ~20 operations each: a longer row compiles for seconds on lavapipe).
+MAX_TAPS_ROW = {"f32": 64, "df64": 32}
+
+
+def _near(shape: Sequence[int], lo: Sequence[int], hi: Sequence[int]) -> bool:
+    """Whether every window offset, lo[a] .. hi[a] along axis a, stays within one reflection
+    (nd_border_index_near)."""
+    return all(
+        -(n - 1) <= low and high <= n - 1 for n, low, high in zip(shape, lo, hi, strict=True)
+    )
+
+
 def _taps_dispatch(
     shape: tuple[int, ...],
-    taps: list[tuple[tuple[float, float], tuple[int, ...]]],
+    w: np.ndarray,
+    centres: Sequence[int],
     modes: Sequence[int],
     constant: tuple[float, float],
     precision: str,
     two_prod: str,
 ) -> _Dispatch:
+    """An n-D correlation pass; ``w`` float64 (df64: scaled), zero where scipy skips a tap.
+    ``centres`` may lie outside the weights (a piece of a longer row)."""
     ndim = len(shape)
-    total = math.prod(shape)
+    df = precision == "df64"
+    n = shape[-1]
+    kw = w.shape[-1]
+    block = 4 if df else 8
+    while block > 1 and block // 2 >= n:
+        block //= 2
+    blocks = -(-n // block)
+    invocations = math.prod(shape[:-1]) * blocks
+    gx, _ = _groups(invocations)
     strides = [math.prod(shape[a + 1 :]) for a in range(ndim)]
-    gx, _ = _groups(total)
-    offsets = np.array([off for _, off in taps], dtype=np.int64).reshape(len(taps), ndim)
-    reach_lo = offsets.min(axis=0) if taps else np.zeros(ndim, np.int64)
-    reach_hi = offsets.max(axis=0) if taps else np.zeros(ndim, np.int64)
+    lead = w.shape[:-1]
+    rows = math.prod(lead)
+    offsets = np.zeros((rows, 8), dtype=np.int32)
+    for r, index in enumerate(np.ndindex(*lead)):
+        offsets[r, : ndim - 1] = [i - c for i, c in zip(index, centres[:-1], strict=True)]
+    weights = w.reshape(rows, kw)
+    if df:
+        per = np.zeros((rows, kw, 4), dtype=np.float32)
+        pairs = _split(weights, 0)
+        per[..., :2] = pairs
+        per[..., 2], per[..., 3] = _dekker_split(pairs[..., 0])
+    else:
+        with np.errstate(over="ignore"):
+            per = weights.astype(np.float32)
+    data = offsets.view(np.uint32).tobytes() + per.tobytes()
     uniforms = (
-        struct.pack("<IIIfffff", total, len(taps), gx, 1.0, *constant, 0.0, 0.0)
+        struct.pack("<IIIfffIi", invocations, rows, gx, 1.0, *constant, blocks, centres[-1])
         + _per_axis_vec(shape)
         + _per_axis_vec(strides)
         + _per_axis_vec(modes)
-        + _per_axis_vec(reach_lo.tolist())
-        + _per_axis_vec(reach_hi.tolist())
     )
-    words = np.zeros((max(len(taps), 1), 3 + ndim), dtype=np.uint32)
-    for t, ((w_hi, w_lo), off) in enumerate(taps):
-        words[t, :2] = np.array([w_hi, w_lo], dtype=np.float32).view(np.uint32)
-        words[t, 2] = (
-            np.array([sum(o * s for o, s in zip(off, strides, strict=True))])
-            .astype(np.int32)
-            .view(np.uint32)[0]
-        )
-        words[t, 3:] = np.array(off, dtype=np.int32).view(np.uint32)
-    template: dict[str, Any] = {"precision": precision, "ndim": ndim, "wg": _WG}
-    if precision == "df64":
+    lo = [-c for c in centres]
+    hi = [s - 1 - c for s, c in zip(w.shape, centres, strict=True)]
+    template: dict[str, Any] = {
+        "precision": precision, "ndim": ndim, "kw": kw, "block": block, "wg": _WG,
+        "near": _near(shape, lo, hi),
+    }  # fmt: skip
+    if df:
         template["two_prod"] = two_prod
-    return _Dispatch(
-        "nd_taps", tuple(sorted(template.items())), (), uniforms, words.tobytes(), total
-    )
+    return _Dispatch("nd_taps", tuple(sorted(template.items())), (), uniforms, data, invocations)
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -931,22 +958,29 @@ def _nd_gpu(
         extra = [abs(constant)] if math.isfinite(constant) else []
         x_exp = _pow2_exponent(max([finite_max(x), *extra]))
         w_exp = _pow2_exponent(finite_max(w))
-    nz = np.argwhere(np.abs(w) > DBL_EPSILON)
-    taps = []
-    for tap in nz:
-        tap = tuple(int(t) for t in tap)
-        value = float(w[tap])
-        pair = _pair(value, w_exp) if df else (float(np.float32(value)), 0.0)
-        taps.append((pair, tuple(t - c for t, c in zip(tap, centres, strict=True))))
+    # scipy's footprint: the taps it skips are zeros here, which the shader selects away.
+    kept = np.where(np.abs(w) > DBL_EPSILON, w, 0.0)
+    if df:
+        kept = np.ldexp(kept, -w_exp)
     modes = [b.mode.value for b in borders]
     const_pair = _pair(constant, x_exp) if df else (_f32(constant), 0.0)
+    # Rows longer than MAX_TAPS_ROW run as pieces, each with its centre shifted; their sum is
+    # the correlation (the host adds them).
+    kw, step = w.shape[-1], MAX_TAPS_ROW[precision]
+    pieces = [
+        (kept[..., k : k + step], (*centres[:-1], centres[-1] - k)) for k in range(0, kw, step)
+    ]
     limit = engine.max_binding // elem
 
     def run(piece: np.ndarray) -> np.ndarray:
         data = _split(piece, x_exp) if df else piece
-        d = _taps_dispatch(piece.shape, taps, modes, const_pair, precision, two_prod)
-        res = engine.run(data, [d])
-        return _join(res, x_exp + w_exp) if df else res.reshape(piece.shape)
+        total = None
+        for wp, cp in pieces:
+            d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)
+            res = engine.run(data, [d])
+            res = _join(res, x_exp + w_exp) if df else res.reshape(piece.shape)
+            total = res if total is None else total + res
+        return total
 
     if x.size <= limit:
         return run(x)

@@ -389,3 +389,24 @@ def test_empty_and_zero_d_arrays(gpu, df64_ok) -> None:
     scalar = np.array(2.5)
     got = correlate1d_chain(scalar, [line], precision="df64")
     assert got.shape == () and math.isclose(float(got), 15.0)
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_correlate_nd_rows_longer_than_one_piece(engine, df64_ok, precision: str) -> None:
+    """Kernel rows beyond MAX_TAPS_ROW run as pieces whose sum is the correlation."""
+    rng = np.random.default_rng(21)
+    dtype = np.float32 if precision == "f32" else np.float64
+    bound = 1e-12 if precision == "df64" else 1e-5
+    cases = [((5, 80), (2, 70), "reflect"), ((40,), (150,), "mirror"),
+             ((3, 130), (3, 67), "constant")]  # fmt: skip
+    for shape, wshape, mode in cases:
+        assert wshape[-1] > ndpass.MAX_TAPS_ROW[precision]
+        border, scipy_mode = MODES[mode]
+        x = rng.normal(size=shape).astype(dtype)
+        w = rng.normal(size=wshape)
+        origins = [(s - 1) // 2 for s in wshape]
+        want = ndi.correlate(x.astype(np.float64), w, mode=scipy_mode, cval=CVAL, origin=origins)
+        got = correlate_nd(x, w, border, origins, precision=precision, cval=CVAL,
+                           passes_engine=engine)  # fmt: skip
+        scale = float(np.abs(w).sum()) * max(float(np.abs(x).max()), CVAL)
+        assert _rel_err(got, want, scale) < bound, (shape, wshape)
