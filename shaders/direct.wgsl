@@ -11,6 +11,7 @@
 // invocation reads the same weight, so the branch is uniform; kernels without zeros keep the
 // plain multiply-adds.
 {% set skip_zero = skip_zero | default(true) %}
+{% set unroll_max = unroll_max | default(64) %}
 
 {% include "bindings.wgsl" %}
 @group(0) @binding(2) var<storage, read> weights: array<f32>;  // rows × cols, row-major
@@ -33,6 +34,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // The border mode maps each column and each row once, not once per tap. One path for all
     // invocations: lavapipe runs invocations as SIMD lanes and executes both sides of a branch
     // they take apart, so an interior copy without the mapping cost more than it saved.
+{% if kw <= unroll_max %}
 {% for kx in range(kw) %}
     let sx{$ kx $} = border_index(x0 + {$ kx $}, params.size.x);
 {% endfor %}
@@ -53,5 +55,30 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {% endif %}
 {% endfor %}
     }
+{% else %}
+    // A kernel wider than unroll_max columns loops over them, unroll_max at a time: unrolled
+    // whole, its code (and the compile: minutes on lavapipe for 513 columns) grows with the
+    // width. Chunks, not single columns: lavapipe stops a loop after 65535 iterations, which a
+    // 513×128 kernel's inner loop would pass.
+    var acc = vec4<f32>(0.0);
+    for (var ky = 0; ky < KH; ky++) {
+        let w = ky * KW;
+        let sy = border_index(y0 + ky, params.size.y);
+        for (var c = 0; c < KW; c += {$ unroll_max $}) {
+{% for kx in range(unroll_max) %}
+            if (c + {$ kx $} < KW) {
+                let k = weights[w + c + {$ kx $}];
+{% if skip_zero %}
+                if (k != 0.0) {
+                    acc += k * load_mapped(border_index(x0 + c + {$ kx $}, params.size.x), sy);
+                }
+{% else %}
+                acc += k * load_mapped(border_index(x0 + c + {$ kx $}, params.size.x), sy);
+{% endif %}
+            }
+{% endfor %}
+        }
+    }
+{% endif %}
     textureStore(dst, vec2<i32>(x, y), acc);
 }
