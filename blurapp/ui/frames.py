@@ -38,11 +38,11 @@ class FrameBar(QWidget):
     def frame(self) -> int:
         return self.slider.value()
 
-    def show_for(self, data: ImageData | None) -> None:
+    def show_for(self, data: ImageData | None) -> bool:
         """Follow the image now open: a new one starts at its first frame; the same one (a frame
-        picked here) keeps the slider where it is."""
+        picked here) keeps the slider where it is. Returns whether ``data`` is a new image."""
         if data is self._data:
-            return
+            return False
         self._data = data
         count = data.frame_count if data is not None else 1
         self.slider.blockSignals(True)
@@ -51,6 +51,7 @@ class FrameBar(QWidget):
         self.slider.blockSignals(False)
         self._say(0, count)
         self.setVisible(count > 1)
+        return True
 
     def _moved(self, index: int) -> None:
         count = self._data.frame_count if self._data is not None else 1

@@ -366,7 +366,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"{name} — blurapp")
         read = self.model.image_data
         frames = read.frame_count if read is not None else 1
-        self.frame_bar.show_for(read)
+        if self.frame_bar.show_for(read) and read is not None and read.notes:
+            self.show_status(" ".join(read.notes), 20000)  # what the decoder left out
         self.image_label.setText(
             f"{name}  {w}×{h}×{channels} {image.dtype}"
             + (f", {frames} frames" if frames > 1 else "")

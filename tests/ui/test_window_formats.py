@@ -95,3 +95,12 @@ def test_a_heic_and_a_dng_open_and_save(qtbot, window, tmp_path, save_and_wait) 
     got = read_image(tmp_path / "shot.tif").pixels
     assert got.dtype == np.uint16
     np.testing.assert_array_equal(got, blurapp.filter_image(libraw(dng), window.model.spec).image)
+
+
+def test_what_the_decoder_leaves_out_is_said_in_the_status_bar(qtbot, window, tmp_path) -> None:
+    frames = [Image.fromarray(np.full((16, 24, 3), 40 * i, np.uint8)) for i in range(3)]
+    src = tmp_path / "sequence.avif"  # an AVIF image sequence: its primary image is read
+    frames[0].save(src, save_all=True, append_images=frames[1:], duration=50)
+    open_path(qtbot, window, src)
+    message = window.statusBar().currentMessage()
+    assert "image sequences and collections inside HEIF are not handled" in message
