@@ -13,11 +13,14 @@ Where things are:
 This module observes the model: a new spec or image reruns the live result and marks the
 comparisons stale; it never decides pixels itself.
 
-Two workers, so that nothing heavy runs on the UI thread: ``runner`` owns the GPU (the live
-filter, comparisons, the pixels a save needs), ``cpu_runner`` the rest (decoding and encoding
-files, display copies, kernel analysis). The live filter goes viewport first
-(:func:`blurapp.ui.jobs.run_live`): a reduced preview of what is visible, said on the view
-("preview at 17 %…"), then the full-resolution result in tiles that a newer request stops.
+Nothing heavy runs on the UI thread. ``runner`` holds the live preview's lanes
+(:mod:`blurapp.live.scheduler`, relayed by :mod:`blurapp.ui.worker`): ``first`` for a
+change's first picture (:func:`blurapp.ui.jobs.first_picture`: what is visible, reduced as the
+measured rates say, said on the view: "preview at 17 %…"), ``gpu`` for everything that uses
+the device (the full result, :func:`blurapp.ui.jobs.run_full`, in tiles that a newer request
+stops; comparisons; the pixels a save needs), ``background`` for the warm-up, which yields to
+both. ``cpu_runner`` takes the rest (decoding and encoding files, display copies, kernel
+analysis).
 """
 
 from __future__ import annotations
