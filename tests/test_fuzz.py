@@ -161,6 +161,27 @@ def _samples() -> dict[str, bytes]:
     buf = io.BytesIO()
     np.save(buf, rng.random((4, 3, 2)).astype(np.float32))
     out["npy"] = buf.getvalue()
+    # Issue 25's formats: HEIC, AVIF (8 and 10-bit), animations, a multi-page TIFF, a DNG.
+    import imagecodecs
+    import pillow_heif
+
+    buf = io.BytesIO()
+    pillow_heif.from_bytes(mode="RGB", size=(5, 6), data=rgb.tobytes()).save(buf, quality=50)
+    out["heic"] = buf.getvalue()
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, format="AVIF", quality=50)
+    out["avif"] = buf.getvalue()
+    out["avif-10"] = imagecodecs.avif_encode(rgb.astype(np.uint16) * 4, bitspersample=10)
+    frames = [Image.fromarray(np.roll(rgb, i, axis=0)) for i in range(3)]
+    for fmt in ("gif", "png", "webp", "tiff"):
+        buf = io.BytesIO()
+        frames[0].save(buf, format=fmt.upper(), save_all=True, append_images=frames[1:],
+                       **({} if fmt == "tiff" else {"duration": 40}))  # fmt: skip
+        out[f"{fmt}-frames"] = buf.getvalue()
+    from tests.cli.test_new_formats import make_dng
+
+    with tempfile.TemporaryDirectory() as folder:
+        out["dng"] = make_dng(Path(folder) / "x.dng", 8, 10).read_bytes()
     return out
 
 
