@@ -95,6 +95,10 @@ def _store(result: np.ndarray, output: np.ndarray) -> None:
         if output.dtype.kind in "iu":
             # numpy's float-to-integer cast truncates as C's does.
             output[...] = result.astype(output.dtype, casting="unsafe")
+        elif output.dtype.kind == "b":
+            # scipy's bool is a C byte: the value truncated into it (0.7 is False, -1 a 255
+            # byte, which numpy reads as True), not "non-zero is True".
+            output.view(np.uint8)[...] = result.astype(np.uint8, casting="unsafe")
         else:
             output[...] = result
 
@@ -318,7 +322,7 @@ def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
     size = int(size)
     if input.size == 0:
         return output
-    if output.dtype.kind in "biu" or _compute_dtype(input.dtype) == np.float64:
+    if output.dtype.kind in "biu":
         # Sum, then divide: the mean of integers is then the correctly rounded quotient, so
         # that it truncates as scipy's does (a window of 3s is 3, not 2.9999998).
         p = _gpu.Pass(axis, np.ones(size), mode, _cval(cval), _origin(origin))
@@ -421,13 +425,9 @@ def uniform_filter(
     if not todo:
         output[...] = input[...]
         return output
-    floats_through = (
-        input.dtype.kind != "c"
-        and output.dtype == _compute_dtype(input.dtype)
-        and output.dtype == np.float32
-    )
+    floats_through = input.dtype.kind != "c" and output.dtype.kind == "f"
     if not floats_through:
-        # Integers (each pass's sum divided, then cast), float64 and complex: pass by pass.
+        # Integer outputs (each pass's sum divided, then cast) and complex: pass by pass.
         for axis, size_, origin_, mode_ in todo:
             uniform_filter1d(input, int(size_), axis, output, mode_, cval, origin_,
                              strategy=strategy)  # fmt: skip

@@ -78,6 +78,22 @@ def _crop(x: np.ndarray, axis: int, before: int, n: int) -> np.ndarray:
     return x[tuple(index)]
 
 
+def _cval_dominates(x: np.ndarray, passes: Sequence[Pass]) -> bool:
+    """Whether a finite constant border's value is larger than the data's values (then the
+    double-float path, which scales by the largest value, would lose the data's digits)."""
+    cvals = {p.cval for p in passes if MODES[p.mode] is BorderMode.CONSTANT and p.cval != 0.0}
+    if len(cvals) != 1:
+        return False
+    (c,) = cvals
+    if not math.isfinite(c) or x.size == 0:
+        return False
+    with np.errstate(invalid="ignore"):
+        finite = np.abs(x[np.isfinite(x)])
+    if finite.size != x.size:
+        return False  # NaN or Inf in the data: they must meet the constant as they are
+    return abs(c) > float(finite.max(initial=0.0))
+
+
 def centred(weights: np.ndarray, origin: int) -> np.ndarray:
     """``weights`` with scipy's ``origin`` as zeros around them, so that the anchor is the middle
     tap (blurapp's kernels are anchored at ``size // 2``; a zero tap reads nothing)."""
@@ -117,7 +133,9 @@ def f32_weights(weights: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- 1-D passes
 
 
-def run_passes(x: np.ndarray, passes: Sequence[Pass], *, strategy: str | None) -> np.ndarray:
+def run_passes(
+    x: np.ndarray, passes: Sequence[Pass], *, strategy: str | None, split: bool = True
+) -> np.ndarray:
     """Run ``passes`` one after another on ``x`` (float32 or float64, any shape): each reads
     the previous one's result. Returns a new array of ``x``'s dtype and shape.
 
@@ -128,6 +146,16 @@ def run_passes(x: np.ndarray, passes: Sequence[Pass], *, strategy: str | None) -
     precision = "df64" if x.dtype == np.float64 else "f32"
     if precision == "f32" or strategy is not None:
         passes = [replace(p, weights=f32_weights(p.weights)) for p in passes]
+    if split and strategy is None and precision == "df64" and _cval_dominates(x, passes):
+        # chain(x; c) = chain(x; 0) + c * chain(0; 1): every pass is linear in the array and
+        # its constant together. Run apart, neither half's values are swamped by the other's
+        # scale (double-float scales the data by the largest of them, cval included).
+        c = next(p.cval for p in passes if MODES[p.mode] is BorderMode.CONSTANT)
+        zero = [replace(p, cval=0.0) for p in passes]
+        one = [replace(p, cval=1.0) for p in passes]
+        inside = run_passes(x, zero, strategy=None, split=False)
+        outside = run_passes(np.zeros_like(x), one, strategy=None, split=False)
+        return inside + c * outside
     if strategy is None:
         from blurapp.gpu import ndpass
 
@@ -194,6 +222,7 @@ def run_nd(
     origins: Sequence[int],
     *,
     strategy: str | None,
+    split: bool = True,
 ) -> np.ndarray:
     """scipy's ``correlate(x, weights, mode, cval, origins)`` (weights with x.ndim axes; taps
     within DBL_EPSILON of zero read nothing, so NaN under them does not spread) on ``x``
@@ -205,6 +234,16 @@ def run_nd(
     precision = "df64" if x.dtype == np.float64 else "f32"
     if precision == "f32" or strategy is not None:
         weights = f32_weights(weights.reshape(-1)).reshape(weights.shape)
+    if (
+        split
+        and strategy is None
+        and precision == "df64"
+        and _cval_dominates(x, [Pass(0, weights.reshape(-1), mode, cval, 0)])
+    ):
+        # As in run_passes: the correlation is linear in the array and its constant together.
+        inside = run_nd(x, weights, mode, 0.0, origins, strategy=None, split=False)
+        outside = run_nd(np.zeros_like(x), weights, mode, 1.0, origins, strategy=None, split=False)
+        return inside + cval * outside
     if strategy is None:
         from blurapp.gpu import ndpass
 

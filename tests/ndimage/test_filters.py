@@ -1,0 +1,461 @@
+"""blurapp.ndimage against scipy.ndimage: every function × mode × dtype × origin on awkward
+shapes (1 element, odd sides, a kernel longer than the axis, 1-D to 4-D), array layouts,
+output arguments and casting, exceptions, and how the passes reach the GPU."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.ndimage as sn
+
+import blurapp.ndimage as bn
+
+MODES = ("reflect", "grid-mirror", "mirror", "nearest", "wrap", "grid-wrap", "constant",
+         "grid-constant")  # fmt: skip
+SHAPES = ((1,), (7,), (1, 1), (3, 5), (4, 1, 6), (2, 3, 4, 5))
+RNG = np.random.default_rng(23)
+
+
+def _data(shape, dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo, hi = max(info.min, -1000), min(info.max, 1000)
+        return RNG.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+    return (RNG.standard_normal(shape) * 10).astype(dtype)
+
+
+def _close(ours: np.ndarray, theirs: np.ndarray, scale: float, *, int_slack=0) -> None:
+    """ours equals scipy's: exactly for integers and bools, within the arithmetic's error
+    for floats (float64: double-float's 1e-12 of scale; float32/float16: their own steps)."""
+    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
+    assert ours.shape == theirs.shape
+    if theirs.dtype.kind in "biu":
+        if not int_slack:
+            np.testing.assert_array_equal(ours, theirs)
+        else:
+            # Weights that are not integers (a Gaussian's): scipy's double sum and ours differ
+            # in their last bits, so a result within ~1e-13 of an integer (all of them along
+            # an axis of length 1, where the sum is x times 0.9999999999999999) may truncate
+            # to the other side of it: at most 1 apart a pass (docs/NDIMAGE.md). The same
+            # filters into float64 are compared to 1e-12 in the float64 cases.
+            diff = np.abs(ours.astype(np.float64) - theirs.astype(np.float64))
+            assert diff.max(initial=0) <= int_slack
+        return
+    eps = {8: 1e-12, 4: 2e-6, 2: 2e-3}[theirs.real.dtype.itemsize]
+    np.testing.assert_allclose(ours, theirs, rtol=eps, atol=eps * max(scale, 1.0))
+
+
+def _scale(x: np.ndarray, *weights) -> float:
+    total = float(np.max(np.abs(x), initial=0)) if x.size else 0.0
+    for w in weights:
+        total *= float(np.sum(np.abs(w)))
+    return total
+
+
+# --------------------------------------------------------------------------- families
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "int64", "float32", "float64"])
+@pytest.mark.parametrize("mode", MODES)
+def test_correlate1d_and_convolve1d(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        for weights, origin in (([1, 2, -1], 0), ([3, -1, 2, 5], -2), ([1, 0, 2, 1, -1], 2)):
+            for axis in (-1, 0):
+                kw = dict(axis=axis, mode=mode, cval=2.5, origin=origin)
+                s = _scale(x, weights)
+                _close(bn.correlate1d(x, weights, **kw), sn.correlate1d(x, weights, **kw), s)
+                kw["origin"] = -origin - (1 - len(weights) % 2) if origin else 0
+                _close(bn.convolve1d(x, weights, **kw), sn.convolve1d(x, weights, **kw), s)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "float32", "float64"])
+@pytest.mark.parametrize("mode", MODES)
+def test_correlate_and_convolve(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        ndim = x.ndim
+        w = RNG.integers(-3, 4, size=(3, 2, 4, 2)[:ndim]).astype(np.float64)
+        w.flat[0] = 1.0  # never all zeros
+        origins = [(-1, 0, 1, 0)[i] if w.shape[i] > 1 else 0 for i in range(ndim)]
+        for origin in (0, origins):
+            kw = dict(mode=mode, cval=-1.0, origin=origin)
+            s = _scale(x, w)
+            _close(bn.correlate(x, w, **kw), sn.correlate(x, w, **kw), s)
+            _close(bn.convolve(x, w, **kw), sn.convolve(x, w, **kw), s)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64"])
+@pytest.mark.parametrize("mode", MODES)
+def test_gaussian_filter(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        s = _scale(x)
+        for sigma, order in ((1.0, 0), (0.7, 1), (1.5, 2), (2.0, 3)):
+            kw = dict(mode=mode, cval=0.5)
+            ours = bn.gaussian_filter(x, sigma, order, **kw)
+            # derivatives of order k grow as sigma^-k: their scale is the weights' sum
+            w = sn._filters._gaussian_kernel1d(sigma, order, int(4 * sigma + 0.5))
+            scale = s * float(np.sum(np.abs(w))) ** x.ndim
+            theirs = sn.gaussian_filter(x, sigma, order, **kw)
+            # a unit that one pass truncates the other way is amplified by the passes after it
+            slack = sum((1 + float(np.sum(np.abs(w)))) ** k for k in range(x.ndim))
+            _close(ours, theirs, scale, int_slack=slack)
+            ours1 = bn.gaussian_filter1d(x, sigma, 0, order, **kw)
+            theirs1 = sn.gaussian_filter1d(x, sigma, 0, order, **kw)
+            _close(ours1, theirs1, s * float(np.sum(np.abs(w))), int_slack=1)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float32", "float64"])
+@pytest.mark.parametrize("mode", MODES)
+def test_uniform_filter(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        s = _scale(x)
+        for size, origin in ((3, 0), (4, -1), (2, 0), (9, 3)):
+            kw = dict(mode=mode, cval=1.5, origin=origin)
+            _close(bn.uniform_filter(x, size, **kw), sn.uniform_filter(x, size, **kw), s)
+            _close(bn.uniform_filter1d(x, size, **kw), sn.uniform_filter1d(x, size, **kw), s)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32", "float64"])
+@pytest.mark.parametrize("mode", MODES)
+def test_derivatives(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        s = _scale(x) * 4**x.ndim
+        for f in ("sobel", "prewitt"):
+            for axis in range(-x.ndim, x.ndim):
+                kw = dict(axis=axis, mode=mode, cval=3.0)
+                _close(getattr(bn, f)(x, **kw), getattr(sn, f)(x, **kw), s)
+        _close(bn.laplace(x, mode=mode, cval=3.0), sn.laplace(x, mode=mode, cval=3.0), s)
+
+
+@pytest.mark.parametrize("dtype", ["int16", "float32", "float64"])
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+def test_gaussian_laplace_and_gradient_magnitude(mode, dtype):
+    for shape in SHAPES:
+        x = _data(shape, dtype)
+        s = _scale(x) * 4
+        # integer outputs: each term's passes truncate, and a unit flipped in one is amplified
+        # by the second-derivative pass after it (sum |w| at sigma 0.8), in every term
+        w2 = float(np.sum(np.abs(sn._filters._gaussian_kernel1d(0.8, 2, 3))))
+        slack = x.ndim * (1 + w2) ** x.ndim
+        for sigma in (1.0, [0.8, 1.3, 1.0, 2.0][: x.ndim]):
+            kw = dict(mode=mode, cval=1.0)
+            _close(
+                bn.gaussian_laplace(x, sigma, **kw), sn.gaussian_laplace(x, sigma, **kw), s,
+                int_slack=slack,
+            )  # fmt: skip
+            _close(
+                bn.gaussian_gradient_magnitude(x, sigma, **kw),
+                sn.gaussian_gradient_magnitude(x, sigma, **kw), s, int_slack=slack,
+            )  # fmt: skip
+
+
+def test_generic_laplace_and_gradient_magnitude_take_our_derivatives():
+    x = _data((6, 7, 5), "float64")
+
+    def d2(input, axis, output, mode, cval):
+        return bn.correlate1d(input, [1, -2, 1], axis, output, mode, cval)
+
+    def d1(input, axis, output, mode, cval):
+        return bn.correlate1d(input, [-1, 0, 1], axis, output, mode, cval)
+
+    s = _scale(x) * 4
+    _close(bn.generic_laplace(x, d2, mode="wrap"), sn.laplace(x, mode="wrap"), s)
+    expected = np.sqrt(sum(sn.correlate1d(x, [-1, 0, 1], a, mode="mirror") ** 2 for a in range(3)))
+    _close(bn.generic_gradient_magnitude(x, d1, mode="mirror"), expected, s * s)
+    _close(bn.generic_laplace(x, d2, axes=(0, 2)), sn.laplace(x, axes=(0, 2)), s)
+
+
+# --------------------------------------------------------------------------- per-axis arguments
+
+
+def test_per_axis_sequences_and_axes():
+    x = _data((5, 6, 7), "float64")
+    s = _scale(x) * 8
+    kw = dict(sigma=[1.0, 0.5, 2.0], order=[0, 1, 2], mode=["reflect", "nearest", "wrap"],
+              radius=[3, 2, 5])  # fmt: skip
+    _close(bn.gaussian_filter(x, **kw), sn.gaussian_filter(x, **kw), s)
+    kw = dict(sigma=[1.5, 0.7], order=[1, 0], mode=["mirror", "constant"], axes=(2, 0), cval=2.0)
+    _close(bn.gaussian_filter(x, **kw), sn.gaussian_filter(x, **kw), s)
+    kw = dict(size=[3, 4], origin=[1, -2], mode=["wrap", "constant"], axes=(-1, 1), cval=-1.0)
+    _close(bn.uniform_filter(x, **kw), sn.uniform_filter(x, **kw), s)
+    w = np.arange(6.0).reshape(2, 3) - 2
+    kw = dict(axes=(0, 2), origin=(-1, 1), mode="nearest")
+    _close(bn.correlate(x, w, **kw), sn.correlate(x, w, **kw), s)
+    _close(bn.convolve(x, w, **kw), sn.convolve(x, w, **kw), s)
+    kw = dict(mode=["reflect", "wrap", "constant"], cval=4.0)
+    _close(bn.sobel(x, 1, **kw), sn.sobel(x, 1, **kw), s)
+    _close(bn.laplace(x, **kw), sn.laplace(x, **kw), s)
+    _close(bn.gaussian_laplace(x, 1.0, axes=(1,)), sn.gaussian_laplace(x, 1.0, axes=(1,)), s)
+
+
+def test_truncate_and_radius_and_sigma_zero():
+    x = _data((40,), "float64")
+    s = _scale(x)
+    for kw in (dict(truncate=2.0), dict(radius=7), dict(radius=0), dict(truncate=0.1)):
+        _close(bn.gaussian_filter1d(x, 2.0, **kw), sn.gaussian_filter1d(x, 2.0, **kw), s)
+        _close(bn.gaussian_filter(x, 2.0, **kw), sn.gaussian_filter(x, 2.0, **kw), s)
+    # sigma 0 on every axis is a copy, as in scipy
+    y = _data((4, 5), "int16")
+    np.testing.assert_array_equal(bn.gaussian_filter(y, 0), y)
+    np.testing.assert_array_equal(bn.uniform_filter(y, 1), y)
+
+
+def test_kernel_longer_than_the_axis_repeats_its_reflections():
+    x = _data((3, 2), "float64")
+    w = np.linspace(-1.0, 2.0, 11)
+    for mode in MODES:
+        for axis in (0, 1):
+            kw = dict(axis=axis, mode=mode)
+            _close(bn.correlate1d(x, w, **kw), sn.correlate1d(x, w, **kw), _scale(x, w))
+        _close(bn.gaussian_filter(x, 4.0, mode=mode), sn.gaussian_filter(x, 4.0, mode=mode), 1)
+
+
+# --------------------------------------------------------------------------- non-finite values
+
+
+@pytest.mark.parametrize("cval", [np.nan, np.inf, -np.inf, 1e39, -1e300, 1e20])
+def test_constant_cval_beyond_float32(cval):
+    # float32 data is computed in float32, where a cval beyond its range is ±inf (as cupyx);
+    # float64 data takes any cval, however far it is from the data's values.
+    for dtype in ("float32", "float64") if not 3e38 < abs(cval) < np.inf else ("float64",):
+        x = _data((5, 6), dtype)
+        kw = dict(mode="constant", cval=cval)
+        w3 = np.full(3, 1 / 3)
+        with np.errstate(all="ignore"):
+            cases = [
+                (bn.correlate1d(x, [1.0, 0, 2], **kw), sn.correlate1d(x, [1.0, 0, 2], **kw)),
+                (bn.correlate(x, np.ones((3, 2)), **kw), sn.correlate(x, np.ones((3, 2)), **kw)),
+                (bn.gaussian_filter(x, 1.0, **kw), sn.gaussian_filter(x, 1.0, **kw)),
+                # scipy's uniform filter is a running sum, along which one Inf makes NaN of
+                # the rest of the line (inf - inf); ours reads each window: the reference is
+                # the same mean as correlations (docs/NDIMAGE.md)
+                (bn.uniform_filter(x, 3, **kw),
+                 sn.correlate1d(sn.correlate1d(x, w3, 0, **kw), w3, 1, **kw)),
+            ]  # fmt: skip
+        for ours, theirs in cases:
+            assert np.array_equal(np.isnan(ours), np.isnan(theirs))
+            assert np.array_equal(np.isinf(ours), np.isinf(theirs))
+            finite = np.isfinite(theirs)
+            scale = float(np.max(np.abs(x))) * 6
+            np.testing.assert_allclose(ours[finite], theirs[finite], rtol=2e-6, atol=2e-6 * scale)
+
+
+def test_nan_and_inf_inputs_as_scipy():
+    x = _data((6, 7), "float64")
+    x[2, 3] = np.nan
+    x[4, 1] = np.inf
+    # correlate1d multiplies every tap (a NaN under a zero weight spreads); correlate skips
+    # zero weights (it does not).
+    for f, args in (("correlate1d", ([1.0, 0.0, 2.0],)), ("correlate", (np.eye(3),)),
+                    ("gaussian_filter", (1.0,)), ("sobel", ()), ("laplace", ())):  # fmt: skip
+        with np.errstate(all="ignore"):
+            ours, theirs = getattr(bn, f)(x, *args), getattr(sn, f)(x, *args)
+        assert np.array_equal(np.isnan(ours), np.isnan(theirs)), f
+        assert np.array_equal(np.isposinf(ours), np.isposinf(theirs)), f
+        finite = np.isfinite(theirs)
+        np.testing.assert_allclose(ours[finite], theirs[finite], rtol=1e-12, atol=1e-9)
+
+
+# --------------------------------------------------------------------------- arrays and outputs
+
+
+def test_layouts_views_read_only_and_memmaps(tmp_path):
+    base = _data((9, 8, 7), "float32")
+    views = {
+        "fortran": np.asfortranarray(base),
+        "reversed": base[::-1, :, ::-2],
+        "transposed": base.transpose(2, 0, 1),
+        "strided": base[1::2, ::3],
+    }
+    ro = base.copy()
+    ro.setflags(write=False)
+    views["read-only"] = ro
+    path = tmp_path / "a.dat"
+    mm = np.memmap(path, dtype=np.float32, mode="w+", shape=base.shape)
+    mm[...] = base
+    mm.flush()
+    views["memmap"] = np.memmap(path, dtype=np.float32, mode="r", shape=base.shape)
+    for name, v in views.items():
+        s = _scale(v) * 8
+        _close(bn.gaussian_filter(v, 1.2), sn.gaussian_filter(v, 1.2), s)
+        _close(bn.sobel(v, 0), sn.sobel(v, 0), s)
+        w = np.ones((2, 3, 1)[: v.ndim])
+        _close(bn.correlate(v, w), sn.correlate(v, w), s), name
+
+
+def test_output_as_dtype_array_and_the_input_itself():
+    x = _data((6, 9), "float64")
+    for out in (np.float32, "float32", np.dtype(np.int16), "uint8", np.float64):
+        ours = bn.gaussian_filter(x, 1.0, output=out)
+        theirs = sn.gaussian_filter(x, 1.0, output=out)
+        _close(ours, theirs, _scale(x), int_slack=x.ndim)
+    for dtype in (np.int32, np.float32):
+        o1, o2 = np.zeros(x.shape, dtype), np.zeros(x.shape, dtype)
+        r = bn.sobel(x, 0, output=o1)
+        sn.sobel(x, 0, output=o2)
+        assert r is o1
+        _close(o1, o2, _scale(x) * 8)
+    # the input itself as the output, as scipy allows
+    cases = (("correlate", (np.ones((3, 3)),)), ("correlate1d", ([1, 2, 3],)),
+             ("gaussian_filter", (1.5,)), ("uniform_filter", (4,)), ("prewitt", ()))  # fmt: skip
+    for f, args in cases:
+        a, b = x.copy(), x.copy()
+        getattr(bn, f)(a, *args, output=a)
+        getattr(sn, f)(b, *args, output=b)
+        _close(a, b, _scale(x) * 16)
+    # a multi-axis filter into integers truncates after each pass, as scipy's does
+    y = _data((7, 8), "float64") * 3
+    for out in (np.uint8, np.int16):
+        _close(bn.uniform_filter(y, 3, output=out), sn.uniform_filter(y, 3, output=out), 1)
+        _close(bn.sobel(y, output=out), sn.sobel(y, output=out), 1)
+
+
+def test_integer_truncation_on_exact_values():
+    # sums that are integers in exact arithmetic truncate to themselves, as in scipy (float32
+    # arithmetic would give 2.9999998 -> 2)
+    x = np.repeat([0, 1, 0], [9, 9, 9])
+    for size in range(3, 10):
+        assert bn.uniform_filter1d(x, size).sum() == 10 - size
+    x = (np.arange(60) % 7).astype(np.uint8).reshape(6, 10)
+    _close(bn.uniform_filter(x, 3), sn.uniform_filter(x, 3), 1)
+    _close(bn.correlate(x, np.ones((3, 3))), sn.correlate(x, np.ones((3, 3))), 1)
+
+
+def test_big_integers_are_computed_in_double():
+    x = np.array([2**40 + 1, 2**40 + 3, 2**40 + 5, 7], dtype=np.int64)
+    np.testing.assert_array_equal(bn.correlate1d(x, [1, 1]), sn.correlate1d(x, [1, 1]))
+
+
+def test_complex_inputs_and_weights():
+    x = _data((5, 6), "float64") + 1j * _data((5, 6), "float64")
+    w = np.array([[1 + 2j, 0.5], [-1j, 2]])
+    for f in ("correlate", "convolve"):
+        _close(getattr(bn, f)(x, w), getattr(sn, f)(x, w), _scale(x, w))
+        _close(getattr(bn, f)(x.real, w), getattr(sn, f)(x.real, w), _scale(x, w))
+        _close(getattr(bn, f)(x, w.real), getattr(sn, f)(x, w.real), _scale(x, w))
+    w1 = np.array([1 - 1j, 2, 0.5j])
+    for f in ("correlate1d", "convolve1d"):
+        _close(getattr(bn, f)(x, w1), getattr(sn, f)(x, w1), _scale(x, w1))
+    c64 = x.astype(np.complex64)
+    _close(bn.uniform_filter(c64, 3), sn.uniform_filter(c64, 3), _scale(x))
+    _close(bn.gaussian_filter(x, 1.0), sn.gaussian_filter(x, 1.0), _scale(x))
+    with pytest.warns(UserWarning, match="promoting specified output dtype to complex"):
+        bn.correlate(x, w, output=np.float64)
+
+
+def test_float16_is_filtered_in_float32():
+    # scipy refuses float16 (RuntimeError); blurapp.ndimage filters it in float32, as cupyx
+    x = _data((6, 7), "float16")
+    ours = bn.gaussian_filter(x, 1.0)
+    assert ours.dtype == np.float16
+    expected = sn.gaussian_filter(x.astype(np.float32), 1.0).astype(np.float16)
+    np.testing.assert_allclose(ours.astype(np.float32), expected.astype(np.float32), rtol=2e-3,
+                               atol=1e-2)  # fmt: skip
+
+
+def test_empty_and_zero_d():
+    for shape in ((0,), (3, 0)):
+        x = np.zeros(shape, np.float32)
+        assert bn.gaussian_filter(x, 1).shape == shape
+        assert bn.correlate1d(x, [1, 2]).shape == shape
+        assert bn.correlate(x, np.ones((1,) * x.ndim)).shape == shape
+
+
+# --------------------------------------------------------------------------- bad arguments
+
+
+def _same_exception(name, *args, **kwargs):
+    with pytest.raises(Exception) as theirs:
+        getattr(sn, name)(*args, **kwargs)
+    with pytest.raises(type(theirs.value)) as ours:
+        getattr(bn, name)(*args, **kwargs)
+    assert str(ours.value).strip(), "the message names the problem"
+
+
+def test_exceptions_are_scipys():
+    x = np.zeros((4, 5))
+    _same_exception("correlate1d", x, [1, 2], mode="bogus")
+    _same_exception("correlate1d", x, [1, 2, 3], origin=2)
+    _same_exception("correlate1d", x, [])
+    _same_exception("correlate1d", x, [[1, 2]])
+    _same_exception("correlate1d", x, [1, 2], axis=2)
+    _same_exception("correlate1d", x, [1, 2], cval=1j)
+    _same_exception("correlate1d", x, [1, 2], output=np.zeros((3, 3)))
+    _same_exception("correlate", x, np.ones((3,)))
+    _same_exception("correlate", x, np.ones((3, 3)), origin=(0, 2))
+    _same_exception("correlate", x, np.ones((3, 3)), mode=["reflect", "wrap"])
+    _same_exception("correlate", x, np.ones((3, 3)), origin=(0, 0, 0))
+    _same_exception("convolve", x, np.ones((3, 3)), axes=(0, 0))
+    _same_exception("convolve", x, np.ones((3,)), axes=(2,))
+    _same_exception("gaussian_filter", x, [1, 2, 3])
+    _same_exception("gaussian_filter", x, 1, order=-1)
+    _same_exception("gaussian_filter1d", x, 1, radius=-1)
+    _same_exception("gaussian_filter1d", x, 1, radius=1.5)
+    _same_exception("gaussian_filter", x, 1, axes=(0, 0))
+    _same_exception("uniform_filter1d", x, 0)
+    _same_exception("uniform_filter1d", x, 3, origin=2)
+    _same_exception("uniform_filter", x, (3, 3, 3))
+    _same_exception("sobel", x, axis=3)
+    _same_exception("prewitt", x, mode=["reflect"])
+    _same_exception("laplace", x, mode="nope")
+    _same_exception("correlate1d", np.zeros(3, dtype=object), [1])
+    _same_exception("correlate", x + 0j, np.ones((2, 2)), output=np.zeros((4, 5)))
+    with pytest.raises(ValueError, match="unknown strategy"):
+        bn.gaussian_filter(x, 1, strategy="nonsense")
+
+
+# --------------------------------------------------------------------------- the GPU side
+
+
+def test_import_brings_no_scipy():
+    code = (
+        "import sys, blurapp.ndimage\n"
+        "bad = [m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_multi_axis_passes_run_as_one_chain(monkeypatch):
+    """A float32 or float64 multi-axis filter is one correlate1d_chain call (its passes run
+    on the GPU one after another, no host round trip); integer outputs pass by pass."""
+    from blurapp.gpu import ndpass
+
+    calls = []
+    real = ndpass.correlate1d_chain
+
+    def counting(x, passes, *, precision, **kw):
+        calls.append((x.dtype, len(passes), precision))
+        return real(x, passes, precision=precision, **kw)
+
+    monkeypatch.setattr(ndpass, "correlate1d_chain", counting)
+    x = _data((5, 6, 7), "float32")
+    bn.gaussian_filter(x, 1.0)
+    assert calls == [(np.float32, 3, "f32")]
+    calls.clear()
+    bn.sobel(x.astype(np.float64), 1)
+    assert calls == [(np.float64, 3, "df64")]
+    calls.clear()
+    bn.uniform_filter(x.astype(np.uint8), 3)
+    assert [c[1:] for c in calls] == [(1, "df64")] * 3
+
+
+def test_strategy_runs_the_engine_and_agrees():
+    x = _data((33, 40), "float32")
+    s = _scale(x) * 8
+    for strategy in ("direct", "tiled", "separable", "transpose"):
+        _close(bn.gaussian_filter(x, 1.5, strategy=strategy), sn.gaussian_filter(x, 1.5), s)
+        _close(bn.correlate(x, np.ones((3, 4)), strategy=strategy, mode="wrap"),
+               sn.correlate(x, np.ones((3, 4)), mode="wrap"), s)  # fmt: skip
+    with pytest.raises(ValueError, match="unknown strategy"):
+        bn.correlate(x, np.ones((2, 2)), strategy="magic")
