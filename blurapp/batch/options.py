@@ -42,6 +42,12 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _names(option: str) -> str:
+    """The formats (from the codec registry) whose quality note names ``option``."""
+    names = [c.label for c in codecs.CODECS.values() if option in c.quality_note]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 def _add_filter_options(p: argparse.ArgumentParser) -> None:
     """Options shared by apply and batch: the filter (a FilterSpec), the numbers, the encoders."""
     add_filter_arguments(p.add_argument_group("filter"))
@@ -57,7 +63,7 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "--quality",
         type=_int_in(1, 100, "quality"),
         default=95,
-        help="JPEG, WebP, HEIF and AVIF quality, 1..100 (default: 95)",
+        help=f"{_names('--quality')} quality, 1..100 (default: 95)",
     )
     e.add_argument(
         "--compress-level",
@@ -67,7 +73,9 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         "run-length deflate (fast; as small as full deflate on photos); 7..9: every row filter "
         "and full deflate (slower, smaller on graphics); 0: stored",
     )
-    e.add_argument("--lossless", action="store_true", help="write WebP, HEIF and AVIF losslessly")
+    e.add_argument(
+        "--lossless", action="store_true", help=f"write {_names('--lossless')} losslessly"
+    )
     e.add_argument(
         "--frame",
         type=_int_in(0, None, "frame"),
