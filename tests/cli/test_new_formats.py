@@ -601,3 +601,30 @@ def test_batch_on_dask_filters_every_frame_too(capsys, tmp_path) -> None:
         assert_within_one_level(frame, reference(want, 255))
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["files"][0]["frames"] == 3
+
+
+def test_batch_filters_heic_and_avif_as_their_decoders_give_them(capsys, tmp_path) -> None:
+    import imagecodecs
+
+    folder = tmp_path / "phone"
+    folder.mkdir()
+    heic(folder / "IMG_0002.HEIC", photo(33, 47), quality=90)
+    ten = (photo(29, 41, seed=2).astype(np.uint32) * 1023 // 255).astype(np.uint16)
+    (folder / "deep.avif").write_bytes(imagecodecs.avif_encode(ten, level=100, bitspersample=10))
+    out = tmp_path / "out"
+    code, err = run(capsys, "batch", folder, "-o", out, "-k", "box:3", "--strategy", "cpu",
+                    "--quiet", "--format", "png")  # fmt: skip
+    assert code == 0, err
+    assert_within_one_level(
+        read_image(out / "IMG_0002.png").pixels,
+        reference(heif_decoded(folder / "IMG_0002.HEIC"), 255),
+    )
+    decoded = bmff.to_16_bits(imagecodecs.avif_decode((folder / "deep.avif").read_bytes()), 10)
+    deep = read_image(out / "deep.png").pixels
+    assert deep.dtype == np.uint16
+    assert_within_one_level(deep, reference(decoded, 65535))
+    code, err = run(capsys, "batch", folder, "-o", tmp_path / "same", "-k", "box:3",
+                    "--strategy", "cpu", "--quiet")  # fmt: skip
+    assert code == 0, err  # each in its own format
+    assert sorted(p.name for p in (tmp_path / "same").iterdir()) == ["IMG_0002.heic", "deep.avif"]
+    assert read_image(tmp_path / "same" / "deep.avif").pixels.dtype == np.uint16
