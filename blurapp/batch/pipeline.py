@@ -587,6 +587,33 @@ class _CancelledError(Exception):
 _DONE = object()
 
 
+class _Stage(threading.Thread):
+    """A pipeline thread whose end is an event: the main thread waits on that, never on
+    ``Thread.join``. On Python 3.11 a Ctrl-C (or SIGTERM) landing inside ``join`` can mark a
+    thread that is still running as stopped (its state lock released by join's own clean-up),
+    and every later ``join`` then returns at once: the batch said "interrupted" and exited
+    while a streamed file's writer was still writing, leaving its temporary behind."""
+
+    def __init__(self, target: Callable[[], None], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self._work = target
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        try:
+            self._work()
+        finally:
+            self.done.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the end (an event's wait, safe to interrupt and to call again)."""
+        if timeout is not None:
+            self.done.wait(timeout)
+            return
+        while not self.done.wait(0.1):
+            pass
+
+
 class BatchInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM) stopped a batch; ``records`` says what was done before."""
 
@@ -804,15 +831,9 @@ def run_pipeline(
             finally:
                 budget.release(item.reserved)
 
-    decoders = [
-        threading.Thread(target=decoder, name=f"blurapp-decode-{i}", daemon=True)
-        for i in range(workers)
-    ]
-    encoders = [
-        threading.Thread(target=encoder, name=f"blurapp-encode-{i}", daemon=True)
-        for i in range(workers)
-    ]
-    gpu = threading.Thread(target=filterer, name="blurapp-filter", daemon=True)
+    decoders = [_Stage(decoder, f"blurapp-decode-{i}") for i in range(workers)]
+    encoders = [_Stage(encoder, f"blurapp-encode-{i}") for i in range(workers)]
+    gpu = _Stage(filterer, "blurapp-filter")
     for t in (*decoders, gpu, *encoders):
         t.start()
 
@@ -828,9 +849,9 @@ def run_pipeline(
 
     try:
         # Join with a timeout so that the main thread stays responsive to Ctrl-C.
-        while any(t.is_alive() for t in decoders):
+        while not all(t.done.is_set() for t in decoders):
             for t in decoders:
-                t.join(0.1)
+                t.done.wait(0.1)
         shut_down()
     except BaseException as err:
         stop.set()

@@ -582,6 +582,7 @@ def png_sink(
     if dtype not in (np.uint8, np.uint16):
         raise ImageError(f"cannot write {os.fspath(path)}: PNG cannot hold {dtype} pixels")
     sink = PngSink(tuple(shape), dtype)
+    finished = threading.Event()
 
     def write() -> None:
         try:
@@ -590,18 +591,25 @@ def png_sink(
         except BaseException as err:
             sink.error = err
             sink.abort.set()
+        finally:
+            finished.set()
+
+    def wait() -> None:
+        # An event, not Thread.join: on Python 3.11 a Ctrl-C inside join can mark the writer
+        # stopped while it still runs, and the temporary would outlive the process.
+        while not finished.wait(0.1):
+            pass
 
     thread = threading.Thread(target=write, name="blurapp-png-writer", daemon=True)
     try:
         thread.start()  # inside: a Ctrl-C during start() still aborts the writer
         yield sink
         sink.finish()
-        while thread.is_alive():
-            thread.join(0.1)
+        wait()
     except BaseException:
         sink.abort.set()
-        while thread.is_alive():
-            thread.join(0.1)
+        if thread.ident is not None:  # started
+            wait()
         raise
     if sink.error is not None:
         err = sink.error

@@ -23,6 +23,7 @@ from blurapp.batch.pipeline import (
 from blurapp.core.filterspec import FilterSpec
 from blurapp.io import probe_image, read_image
 from blurapp.io.bands import spng_available
+from blurapp.pipeline import filter_pixels
 
 pytestmark = pytest.mark.skipif(not spng_available(), reason="imagecodecs without libspng")
 
@@ -162,3 +163,46 @@ def test_a_dask_worker_writes_the_bytes_of_plain_batch(gpu, tmp_path: Path) -> N
     # The output appears before the task runs (a dead worker published it): recognised.
     again = run_file(task)
     assert again["status"] == "ok", again["error"]
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_mid_band_leaves_nothing_half_written(tmp_path: Path, sig: str) -> None:
+    """The writer's temporary exists while the bands stream in; a signal then stops the
+    batch with exit 130: the temporary is removed, or (when the last tiles were already in
+    flight) the complete file published; never a temporary or a partial file, the input
+    untouched. (On Python 3.11 a signal inside Thread.join marked the running filter thread
+    stopped, and the process exited with the writer's temporary behind.)"""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from blurapp.io import TEMP_SUFFIX
+
+    big = tmp_path / "big.png"
+    pixels = np.random.default_rng(5).integers(0, 256, (2400, 1300, 3)).astype(np.uint8)
+    big.write_bytes(imagecodecs.png_encode(pixels))
+    before = big.read_bytes()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "blurapp", "batch", big, "-o", out, "-k", "box:9",
+         "--strategy", "cpu", "--quiet"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+
+    def temporaries() -> list[Path]:
+        return [p for p in out.glob(f".big.png.*{TEMP_SUFFIX}")] if out.exists() else []
+
+    while not temporaries() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert temporaries(), "the band writer's temporary never appeared"
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert not temporaries()
+    if (out / "big.png").exists():
+        expected = filter_pixels(pixels, FilterSpec.create("box:9", strategy="cpu")).image
+        np.testing.assert_array_equal(read_image(out / "big.png").pixels, expected)
+    assert big.read_bytes() == before
