@@ -431,6 +431,11 @@ def run_bench(args: argparse.Namespace) -> int:
     records = with_copy_share(records)
     if records:
         print(f"adapter: {records[0].adapter} ({records[0].backend}), timer: {records[0].timer}")
+        from blurapp.gpu.calibration import ensure_table, status
+        from blurapp.gpu.device import get_device
+
+        ensure_table(get_device(), background=False)
+        print(f"auto's cost table: {status()}")
     print(format_table(records))
     if args.json:
         text = json.dumps([asdict(r) for r in records], indent=2) + "\n"

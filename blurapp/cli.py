@@ -18,7 +18,7 @@ from typing import NoReturn
 from blurapp import __version__
 from blurapp.core.errors import BlurappError, UsageError, one_line
 
-SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "conv")
+SUBCOMMANDS = ("gui", "apply", "batch", "kernel", "bench", "info", "tune", "conv")
 
 #: The signals that stop a command as Ctrl-C does (SIGHUP is not on Windows).
 STOP_SIGNALS = tuple(
@@ -115,6 +115,12 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return run_bench(args)
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from blurapp.tune import run_tune
+
+    return run_tune(args)
+
+
 def _cmd_conv(args: argparse.Namespace) -> int:
     from blurapp.conv.commands import run_conv
 
@@ -176,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_info)
 
     _add_optional(sub, "bench", "blurapp.bench", "time strategies × sizes × radii", _cmd_bench)
+    _add_optional(
+        sub, "tune", "blurapp.tune", "calibrate auto's cost table on this adapter", _cmd_tune
+    )
     _add_optional(sub, "conv", "blurapp.conv.commands", "convolution-layer lab", _cmd_conv)
     return parser
 

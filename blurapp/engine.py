@@ -39,14 +39,18 @@ def why_not(strategy: str, kernel: Kernel) -> str | None:
 
 
 def gpu_limits() -> DeviceLimits | None:
-    """The GPU's limits, or ``None`` when there is no adapter (creates the device lazily)."""
+    """The GPU's limits, or ``None`` when there is no adapter (creates the device lazily, and
+    installs the adapter's cost table: :func:`blurapp.gpu.calibration.ensure_table`)."""
+    from blurapp.gpu.calibration import ensure_table
     from blurapp.gpu.device import get_device
 
     try:
-        return get_device().limits
+        ctx = get_device()
     except GpuUnavailableError:
         _raise_if_adapter_named()
         return None
+    ensure_table(ctx)  # the adapter's calibrated costs for the plan, once known
+    return ctx.limits
 
 
 def _raise_if_adapter_named() -> None:

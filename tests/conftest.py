@@ -8,6 +8,9 @@ import os
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# No calibration of the adapter behind the tests' back (blurapp.gpu.calibration): plans use the
+# built-in cost table, whatever the developer's cache holds; the calibration tests switch it on.
+os.environ["BLURAPP_CALIBRATION"] = "off"
 
 _ADAPTERS: set[str] = set()
 

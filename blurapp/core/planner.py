@@ -399,7 +399,10 @@ def choose(
     if limits is None:
         return Plan(CPU, None, "no GPU adapter: the float64 numpy reference runs on the CPU")
     table = table or active_table()
-    width, height = size or REFERENCE_SIZE
+    # The built-in coefficients were fitted per pixel at the reference size, without the fixed
+    # costs of a run (dispatches, fft's whole blocks): they compare strategies there, and the
+    # image's own size only scales the times. A calibrated table predicts the image at hand.
+    width, height = size if size and table.calibrated else REFERENCE_SIZE
     found = estimates(kernel, limits, size=(width, height), tolerance=tolerance, table=table)
     if not found:
         why = "no GPU strategy is registered" if not _models() else "no GPU strategy can run it"
@@ -410,12 +413,13 @@ def choose(
         kernel, limits, kernel.separability.rank, f"{cols}×{rows}", rows * cols,
         width * height, table, found, chosen,
     )  # fmt: skip
-    scale = table.unit_ns / 1e6 * (1.0 if size else 1e6 / (width * height))
+    shown = size[0] * size[1] if size else 1e6  # per megapixel without a size
+    scale = table.unit_ns / 1e6 * shown / (width * height)
     predicted = tuple(sorted(((n, c * scale) for n, (_, c) in found.items()), key=lambda t: t[1]))
     est = found[chosen][0]
     return Plan(
         chosen, est.tile, COST_MODELS[chosen].explain(kernel, ctx), predicted, table.name,
-        (width, height) if size else None,
+        tuple(size) if size else None,
     )  # fmt: skip
 
 
@@ -475,8 +479,11 @@ def predict_ms(
     if STRATEGIES[strategy].runs_on == "cpu":
         rows, cols = kernel.shape
         return size[0] * size[1] * rows * cols * BUILTIN_UNIT_NS / 2 / 1e6
-    found = estimates(kernel, limits, size=size, tolerance=tolerance, table=table).get(strategy)
-    return math.inf if found is None else found[1] * table.unit_ns / 1e6
+    at = size if table.calibrated else REFERENCE_SIZE  # as choose() compares them
+    found = estimates(kernel, limits, size=at, tolerance=tolerance, table=table).get(strategy)
+    if found is None:
+        return math.inf
+    return found[1] * table.unit_ns / 1e6 * (size[0] * size[1]) / (at[0] * at[1])
 
 
 # -- the built-in model's closed forms (docs/PERFORMANCE.md, "How auto chooses") --------------

@@ -26,6 +26,7 @@ from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.lowrank import MAX_TERMS
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
+from blurapp.gpu.calibration import note_user_run
 from blurapp.gpu.device import GpuContext, get_device
 from blurapp.gpu.lru import LruCache
 from blurapp.gpu.shaders import load_shader
@@ -405,6 +406,7 @@ class GpuFilter:
             GpuUnavailableError: no adapter.
         """
         start = time.perf_counter()
+        note_user_run()  # the background calibration yields (not to its own runs)
         strat = get_strategy(strategy)
         _, _, texel = _check_storage(storage)
         _check_output(output)

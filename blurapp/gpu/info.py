@@ -17,12 +17,16 @@ def adapter_report() -> dict[str, Any]:
         "vendor", "software" (bool), "limits": {"workgroup_storage",
         "invocations_per_workgroup", "max_texture_side", "max_storage_binding"},
         "features": {"timestamp-query", "shader-f16", "subgroups"} (bools),
-        "adapters": [summaries of every adapter wgpu sees]}``; JSON-serialisable.
+        "adapters": [summaries of every adapter wgpu sees], "cost_table": which cost table
+        auto uses (calibrated for this adapter, or built-in and why)}``; JSON-serialisable.
 
     Raises:
         GpuUnavailableError: there is no adapter (one line saying what to install).
     """
+    from blurapp.gpu.calibration import ensure_table, status
+
     ctx = get_device()
+    ensure_table(ctx, background=False)
     device_limits = ctx.device.limits
     adapter_features = set(ctx.adapter.features)
     return {
@@ -47,6 +51,7 @@ def adapter_report() -> dict[str, Any]:
             "subgroups": bool({"subgroup", "subgroups"} & adapter_features),
         },
         "adapters": [a["summary"] for a in list_adapters()],
+        "cost_table": status(),
     }
 
 

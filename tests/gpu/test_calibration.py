@@ -1,0 +1,198 @@
+"""Calibration per adapter (blurapp.gpu.calibration, `blurapp tune`): the fit, the cache and
+its key, corrupt and stale files, the background run that yields to user work."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from blurapp.core import planner
+from blurapp.core.kernel import Kernel
+from blurapp.core.planner import DeviceLimits
+from blurapp.gpu import calibration
+from blurapp.gpu.strategies import STRATEGIES
+
+KEY = {
+    "name": "Test GPU 9000", "vendor": "acme", "backend": "Vulkan", "driver": "1.2.3",
+    "blurapp": "0.1.0", "shaders": "abcdef0123456789",
+}  # fmt: skip
+
+
+@pytest.fixture
+def cache(monkeypatch: pytest.MonkeyPatch, tmp_path):
+    """An empty cache directory of its own, calibration switched on, state forgotten after."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(calibration.ENV, "auto")
+    calibration.reset()
+    calibration._warned.clear()
+    yield tmp_path
+    thread = calibration.background_thread()
+    if thread is not None:
+        calibration.resume()
+        thread.join(120)
+    calibration.reset()
+
+
+@pytest.fixture
+def tiny_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two small micro-runs per strategy, so that a calibration takes seconds."""
+    for strat in STRATEGIES.values():
+        monkeypatch.setattr(
+            type(strat), "calibration", ((48, 40, "gaussian:sigma=1"), (96, 64, "box:3"))
+        )
+
+
+def fake_ctx(**changed: str) -> SimpleNamespace:
+    info = {k: v for k, v in KEY.items() if k in ("name", "vendor", "backend", "driver")}
+    info.update(changed)
+    return SimpleNamespace(info=info, limits=DeviceLimits())
+
+
+def a_table(key: dict[str, str]) -> calibration.Calibration:
+    return calibration.Calibration(dict(key), {"direct": {"pixel": 5.0, "tap": 2.0}}, {"direct": 3})
+
+
+def test_the_fit_recovers_known_coefficients() -> None:
+    # Synthetic runs of direct's model with known costs per pixel, tap and pass (ns).
+    model = STRATEGIES["direct"]
+    true = {"pixel": 20.0, "tap": 4.0, "pass": 2e5}
+    rows = []
+    for (w, h), spec in [((64, 64), "box:3"), ((512, 512), "disk:radius=4"),
+                         ((256, 128), "disk:radius=9"), ((1024, 1024), "laplacian")]:  # fmt: skip
+        feats = model.estimate(Kernel.parse(spec), DeviceLimits(), (w, h)).features
+        rows.append((feats, sum(true[f] * v for f, v in feats.items())))
+    coef, err = calibration._fit(model, rows)
+    assert err < 0.02
+    for f, v in true.items():
+        assert coef[f] == pytest.approx(v, rel=0.05), f
+
+
+def test_a_table_round_trips_through_the_cache(cache) -> None:
+    path = calibration.save_table(a_table(KEY))
+    assert path.parent == cache / "blurapp" / "calibration" and path.is_file()
+    back = calibration.load_table(KEY)
+    assert back is not None and back.coefficients == {"direct": {"pixel": 5.0, "tap": 2.0}}
+    table = back.table()
+    assert table.name == "calibrated for Test GPU 9000 (Vulkan)" and table.unit_ns == 1.0
+    # A strategy the table lacks falls back to its built-in coefficients, in ns.
+    assert table.coefficient(STRATEGIES["tiled"], "pixel") == pytest.approx(
+        STRATEGIES["tiled"].builtin["pixel"] * planner.BUILTIN_UNIT_NS
+    )
+
+
+@pytest.mark.parametrize(("field", "value"), [("driver", "1.2.4"), ("shaders", "0" * 16)])
+def test_a_changed_driver_or_shader_hash_recalibrates(
+    cache, monkeypatch: pytest.MonkeyPatch, capsys, field: str, value: str
+) -> None:
+    calibration.save_table(a_table(KEY))
+    now = {**KEY, field: value}
+    monkeypatch.setattr(calibration, "adapter_key", lambda ctx: dict(now))
+    started = []
+    monkeypatch.setattr(calibration, "_start_background", lambda ctx, key: started.append(key))
+    table = calibration.ensure_table(fake_ctx())
+    assert table is planner.BUILTIN_TABLE and planner.active_table() is planner.BUILTIN_TABLE
+    assert started == [now]  # the stale table is not used: a new calibration starts
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stale" in err[0] and field in err[0]
+    # The same key as cached: no calibration, the table is installed.
+    monkeypatch.setattr(calibration, "adapter_key", lambda ctx: dict(KEY))
+    calibration.reset()
+    calibration.ensure_table(fake_ctx())
+    assert started == [now] and planner.active_table().name.startswith("calibrated for Test GPU")
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [b"", b"{not json", b"\xff\xfe\x00", json.dumps({"format": 1}).encode(),
+     json.dumps({"format": 1, "key": KEY, "coefficients": {"direct": {"tap": -1}}}).encode(),
+     json.dumps({"format": 1, "key": KEY, "coefficients": {"direct": {"tap": "nan"}}}).encode(),
+     json.dumps({"format": 99, "key": KEY, "coefficients": {}}).encode(), b"[1, 2]"],
+)  # fmt: skip
+def test_a_corrupt_file_warns_once_and_never_crashes(
+    cache, monkeypatch: pytest.MonkeyPatch, capsys, junk: bytes
+) -> None:
+    path = calibration.cache_path(KEY)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(junk)
+    monkeypatch.setattr(calibration, "adapter_key", lambda ctx: dict(KEY))
+    monkeypatch.setattr(calibration, "_start_background", lambda ctx, key: None)
+    for _ in range(3):
+        calibration.reset()
+        assert calibration.ensure_table(fake_ctx()) is planner.BUILTIN_TABLE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "ignoring" in err[0], err
+    # auto still plans, on the built-in costs.
+    assert planner.plan(Kernel.parse("gaussian:sigma=2"), DeviceLimits()).strategy == "separable"
+
+
+def test_off_never_calibrates_and_uses_the_built_in_table(monkeypatch, cache) -> None:
+    monkeypatch.setenv(calibration.ENV, "off")
+    calibration.save_table(a_table(KEY))
+    monkeypatch.setattr(calibration, "adapter_key", lambda ctx: dict(KEY))
+    monkeypatch.setattr(calibration, "_start_background", lambda ctx, key: pytest.fail("ran"))
+    assert calibration.ensure_table(fake_ctx()) is planner.BUILTIN_TABLE
+    assert "off" in calibration.status()
+
+
+def test_tune_calibrates_saves_and_prints_the_table(gpu, cache, tiny_runs, capsys) -> None:
+    from blurapp.cli import main
+
+    assert main(["tune"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"cost table calibrated for {gpu.info['name']} ({gpu.info['backend']})")
+    for name in STRATEGIES:
+        assert f"  {name:<10} 2 runs, rms error " in out
+    key = calibration.adapter_key(gpu)
+    saved = calibration.load_table(key)
+    assert saved is not None and f"saved to {calibration.cache_path(key)}" in out
+    # Every coefficient in the table is a fitted, finite, non-negative number of ns.
+    for name, coefs in saved.coefficients.items():
+        assert set(coefs) >= set(STRATEGIES[name].builtin)
+        assert all(np.isfinite(v) and v >= 0 for v in coefs.values())
+    assert planner.active_table().name == saved.name
+    # auto says which table it used.
+    chosen = planner.choose(Kernel.parse("disk:radius=3"), gpu.limits, size=(64, 64))
+    assert chosen.table == saved.name and "calibrated for" in chosen.explained
+    assert main(["tune", "--json", "--dry-run"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (
+        data["key"] == key and data["path"] is None and set(data["coefficients"]) == set(STRATEGIES)
+    )
+
+
+def test_the_background_calibration_yields_to_user_work(gpu, cache, tiny_runs) -> None:
+    calibration.pause()  # as the window's preview would while it works
+    try:
+        calibration.ensure_table(gpu)
+        thread = calibration.background_thread()
+        assert thread is not None and thread.is_alive()
+        assert "calibrating" in calibration.status()
+        time.sleep(1.0)
+        assert thread.is_alive()  # held before its first micro-run
+        assert not calibration.cache_path(calibration.adapter_key(gpu)).exists()
+        # A user's run while it is paused is the user's alone; results are the reference's.
+        from blurapp.engine import filter_float
+
+        x = np.random.default_rng(1).random((20, 30, 3), dtype=np.float32)
+        _, _, _, reason = filter_float(x, "box:3", "clamp", "auto")
+        assert "built-in costs" in reason
+    finally:
+        calibration.resume()
+    thread.join(300)
+    assert not thread.is_alive()
+    assert calibration.status().startswith("calibrated for") and "quick" in calibration.status()
+    assert planner.active_table().calibrated
+    assert calibration.load_table(calibration.adapter_key(gpu)) is not None
+
+
+def test_user_runs_hold_the_calibration_off() -> None:
+    stop = threading.Event()
+    calibration.note_user_run()
+    start = time.monotonic()
+    calibration._wait_for_quiet(stop)
+    assert time.monotonic() - start >= calibration.YIELD_S * 0.9
