@@ -123,3 +123,15 @@ def test_the_check_finds_a_literal_list() -> None:
     sample = '_FORMATS = ("png", "jpg", "tiff")\nOPEN = "Images (*.png *.jpg *.tif)"'
     assert all(p.search(sample) for p in _LITERAL_LISTS[:2])
     assert not any(p.search('x = ("png",)\ny = "*.png"') for p in _LITERAL_LISTS)
+
+
+def test_codecs_import_their_libraries_lazily() -> None:
+    """Importing the registry (every ``blurapp --help`` does) loads no image library."""
+    code = (
+        "import sys, blurapp.io, blurapp.batch.options; "
+        "print([m for m in ('PIL', 'pillow_heif', 'rawpy', 'tifffile', 'imagecodecs') "
+        "if m in sys.modules])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
