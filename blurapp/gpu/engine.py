@@ -48,6 +48,7 @@ __all__ = [
     "STORAGE_FORMATS",
     "GpuFilter",
     "get_filter",
+    "mac_rate",
     "modelled_bytes",
     "to_storage",
 ]
@@ -104,13 +105,33 @@ class _ShapeResources:
     owned: dict[Hashable, Any] = field(default_factory=dict)
 
 
-#: Multiply-adds per submission of a long direct or tiled pass: about a second on lavapipe
-#: (2-3e8 multiply-adds a second on this 2-core VM), tens of milliseconds on a discrete GPU.
-_BAND_MACS_SOFTWARE = 1 << 28
-_BAND_MACS_GPU = 1 << 35
+#: What one submission of a long direct or tiled pass should take: a run stops, and user work
+#: preempts background work, within about this (issue 24 item 4).
+BAND_SECONDS = 0.1
+#: Multiply-adds a second assumed until measured: lavapipe on this 2-core VM does 2-3e8 (the
+#: built-in cost unit, one direct tap per pixel, is 6 ns); 2**35 per 50 ms on a discrete GPU.
+_RATE_SOFTWARE = 1e9 / 6.0
+_RATE_GPU = float(1 << 35) / 0.05
 _BANDED_SHADERS = ("direct", "halo_tiled")
+_SHADER_STRATEGY = {"direct": "direct", "halo_tiled": "tiled"}
+_RATE_MIN_MS = 5.0  # shorter passes say more about fixed costs than about the rate
 #: The uniform Params of shaders/bindings.wgsl (24 bytes), in a 32-byte buffer.
 _PARAMS_BYTES = 32
+
+
+def _taps(p: PassSpec) -> int:
+    """Multiply-adds per output of a 2-D pass: its weights (tiled's zero padding rows are not
+    multiplied)."""
+    template = dict(p.template)
+    if "kw" in template and "kh" in template:
+        return int(template["kw"]) * int(template["kh"])
+    return int(p.weights.size) if p.weights is not None else 0
+
+
+def mac_rate(strategy: str = "direct") -> float:
+    """:meth:`GpuFilter.mac_rate` of the process's filter: multiply-adds a second of
+    ``strategy``'s 2-D pass on this adapter (the window sizes its preview tiles from it)."""
+    return get_filter().mac_rate(strategy)
 
 
 def _params(p: PassSpec, channels: int, group_y0: int) -> bytes:
@@ -337,6 +358,7 @@ class GpuFilter:
         self._timer: PassTimer | None = None  # a strategy with its own run (under the lock)
         self._timers: list[PassTimer] = []  # free for runs that are read outside the lock
         self.uploads = 0  # input textures written (a run with a known input_key skips it)
+        self._rates: dict[str, float] = {}  # shader -> measured multiply-adds per second
 
     @property
     def context(self) -> GpuContext:
@@ -446,6 +468,7 @@ class GpuFilter:
             # this one waits for its passes and reads its result back.
             out, pass_ms, timer = self._collect(submitted, channels, convert)
         result = out[:, :, 0] if squeeze and convert is None else out
+        self._learn_rates(passes, pass_ms)
         timing = Timing(
             passes=tuple(
                 PassTiming(p.name, ms, _pass_bytes(p, texel))
@@ -620,10 +643,40 @@ class GpuFilter:
         mapped = readback[0].map_async(wgpu.MapMode.READ)
         return _Submitted(res, output, readback, mapped, timer, earlier_ms)
 
+    def _learn_rates(self, passes: tuple[PassSpec, ...], pass_ms: list[float]) -> None:
+        """Follow the multiply-adds a second the 2-D passes reach (a running mean of the runs
+        long enough to say; timestamps where the adapter has them)."""
+        for p, ms in zip(passes, pass_ms, strict=True):
+            if p.shader in _BANDED_SHADERS and p.weights is not None and ms >= _RATE_MIN_MS:
+                rate = p.size[0] * p.size[1] * _taps(p) / (ms / 1e3)
+                old = self._rates.get(p.shader)
+                self._rates[p.shader] = rate if old is None else 0.5 * (old + rate)
+
+    def mac_rate(self, strategy: str = "direct") -> float:
+        """Multiply-adds a second of ``strategy``'s 2-D pass (``direct`` or ``tiled``) on this
+        adapter: measured by this filter's runs, else the calibrated cost table's cost of a tap,
+        else a guess for a software or a hardware adapter. For sizing work by time (the bands
+        of a long pass, the window's preview tiles)."""
+        shader = next((k for k, v in _SHADER_STRATEGY.items() if v == strategy), "direct")
+        measured = self._rates.get(shader)
+        if measured is not None:
+            return measured
+        from blurapp.core.planner import active_table
+        from blurapp.gpu.strategies import STRATEGIES
+
+        table = active_table()
+        model = STRATEGIES.get(_SHADER_STRATEGY[shader])
+        if table.calibrated and model is not None:
+            ns = table.coefficient(model, "tap") * table.unit_ns
+            if ns > 0:
+                return 1e9 / ns
+        return _RATE_SOFTWARE if self.context.is_software else _RATE_GPU
+
     def _bands(self, p: PassSpec) -> list[tuple[int, int]]:
         """``(first workgroup row, workgroup rows)`` of each submission of pass ``p``: one,
         unless the pass reads so many taps per output (direct and tiled with a large kernel)
-        that one submission would run for long; then bands of about BAND_MACS multiply-adds
+        that one submission would run for long; then bands of about BAND_SECONDS at the
+        adapter's measured rate (:meth:`mac_rate`; ``BAND_MACS`` overrides) multiply-adds
         each, so that a run can be stopped between them (on lavapipe a submission cannot be
         interrupted; on a GPU, a long one trips the driver's watchdog)."""
         rows = p.workgroups[1]
@@ -631,8 +684,8 @@ class GpuFilter:
             return [(0, rows)]
         budget = self.BAND_MACS
         if budget is None:
-            budget = _BAND_MACS_SOFTWARE if self.context.is_software else _BAND_MACS_GPU
-        cost = p.size[0] * p.size[1] * int(p.weights.size)
+            budget = int(self.mac_rate(_SHADER_STRATEGY[p.shader]) * BAND_SECONDS)
+        cost = p.size[0] * p.size[1] * _taps(p)
         per_band = max(1, budget * rows // max(cost, 1))
         if per_band >= rows:
             return [(0, rows)]
