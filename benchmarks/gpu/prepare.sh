@@ -21,7 +21,7 @@ for n in 2_28 2_27 2_17 2014 1; do
   case $n in 2014|1) platforms+=(--platform "manylinux${n}_x86_64") ;;
              *) platforms+=(--platform "manylinux_${n}_x86_64") ;; esac
 done
-for spec in "wgpu==0.32.0" "cffi>=1.17" "pycparser"; do
+for spec in "wgpu==0.32.0" "cffi>=1.17" "pycparser" "platformdirs>=4"; do
   "$python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp "${platforms[@]}" -d .whl "$spec"
 done

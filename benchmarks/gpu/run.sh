@@ -2,8 +2,8 @@
 # Run THERE, on the GPU machine, through the `device` tool (see benchmarks/gpu/README.md):
 #   run(command="bash benchmarks/gpu/run.sh", carry=[".whl", ".gl"], timeout_s=540)
 # One command, every figure issue 6 asks for on a real GPU: the adapter, the copy ceiling and
-# separable's share of it on 4K RGBA8 at R=8, the strategies and radii at 1024² and 4K, and
-# the GPU test suite. Everything lands in $OUT (JSON and text) even if a later step fails.
+# separable's share of it on 4K RGBA8 at R=8, the strategies and radii at 1024² and 4K; issue
+# 24's cost table and auto's regret; and the GPU test suite. Everything lands in $OUT (JSON and text) even if a later step fails.
 # DRY_RUN=1 rehearses it here, on lavapipe, with .venv's Python and small images.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +51,13 @@ step blurapp bench --size "$big" --radii 8 --strategies separable,direct --forma
 step blurapp bench --size "$mid" --size "$big" --radii 1,2,4,8,16 \
   --strategies direct,tiled,separable,transpose --repeat 5 --warmup 2 \
   --json "$out/strategies.json" --quiet
+# Issue 24 items 3 and 7: this adapter's cost table (calibrated afresh, in a cache of its own)
+# and auto's regret against the fastest strategy on held-out kernels, timed in one run.
+XDG_CACHE_HOME=$(mktemp -d)
+export XDG_CACHE_HOME
+step blurapp tune --json > "$out/cost-table.json"
+step "$python" benchmarks/auto_regret.py --size "$mid" --repeat 3 --json "$out/auto-regret.json" \
+  > /dev/null
 BLURAPP_REQUIRE_GPU=1 step "$python" -m pytest -q -x -p no:cacheprovider tests/gpu \
   tests/test_engine.py
 echo "run.sh: done; files in $out"
