@@ -25,13 +25,20 @@
 // `near` (the window reaches less than the axis's length on either side) maps offsets with
 // nd_border_index_near, without division.
 //
-// Template parameters: `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
+// Template parameters: `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
+// `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
 
 {% set df = precision == "df64" %}
 {% set chunked = chunked | default(false) %}
 {% set near = near | default(false) %}
+{% set sym = sym | default(0) %}
+// The f32 sum of output `o`'s taps; with `sym` (1: w[k] == w[taps-1-k], -1: w[k] ==
+// -w[taps-1-k]) the pairs of equal weights are folded, w * (a + b) or w * (a - b), as
+// scipy.ndimage.correlate1d does: one multiply for two taps (NaN and Inf come out the same).
+{% macro f32_sum(o) %}{% if sym %}{% for k in range(taps // 2) %}params.w[{$ k $}].x * (m{$ o + k $} {$ "+" if sym > 0 else "-" $} m{$ o + taps - 1 - k $}){% if not loop.last or taps % 2 %} + {% endif %}{% endfor %}{% if taps % 2 %}params.w[{$ taps // 2 $}].x * m{$ o + taps // 2 $}{% endif %}{% else %}{% for k in range(taps) %}params.w[{$ k $}].x * m{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %}{% endif %}{% endmacro %}
+
 {% set map = "nd_border_index_near" if near else "nd_border_index" %}
 // The type of one load, and of the values a tap computes with.
 {% if df %}
@@ -140,7 +147,7 @@ fn main(
     if (first + {$ 4 * q $} < n) {
         dst[(row + u32(first)) / 4u + {$ q $}u] = vec4<f32>(
 {% for r in range(4) %}
-            {% for k in range(taps) %}params.w[{$ k $}].x * m{$ 4 * q + r + k $}{% if not loop.last %} + {% endif %}{% endfor %},
+            {$ f32_sum(4 * q + r) $},
 {% endfor %}
         );
     }
@@ -202,7 +209,7 @@ fn main(
         dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = vec2<f32>(hi, lo);
 {% endif %}
 {% else %}
-        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = {% for k in range(taps) %}params.w[{$ k $}].x * m{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %};
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = {$ f32_sum(o) $};
 {% endif %}
     }
 {% endfor %}

@@ -238,6 +238,12 @@ def _line_dispatch(
         template["two_prod"] = two_prod
     if centre <= n - 1 and taps - 1 - centre <= n - 1:  # one reflection at most
         template["near"] = True
+    if not df:  # pairs of equal weights share one multiply (nd_line.wgsl's f32_sum)
+        rev = weights[::-1]
+        if np.array_equal(weights, rev) and taps > 1:
+            template["sym"] = 1
+        elif np.array_equal(weights, -rev) and taps > 2:
+            template["sym"] = -1
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
