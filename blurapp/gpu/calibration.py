@@ -25,6 +25,7 @@ another thread holds it off for :data:`YIELD_S`). ``BLURAPP_CALIBRATION`` switch
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import json
@@ -436,10 +437,26 @@ def ensure_table(ctx: GpuContext, *, background: bool = True) -> planner.CostTab
     return planner.BUILTIN_TABLE
 
 
+_stop_background = threading.Event()
+
+
+def _stop_at_exit() -> None:
+    """Stop the background calibration between micro-runs before the interpreter goes (a
+    thread still inside the GPU driver at shutdown could crash the exit of a command that
+    succeeded); what it measured is dropped."""
+    thread = _state["thread"]
+    if thread is not None and thread.is_alive():
+        _stop_background.set()
+        resume()
+        thread.join(10.0)
+
+
 def _start_background(ctx: GpuContext, key: dict[str, str]) -> threading.Thread:
     def work() -> None:
         try:
-            cal = calibrate(ctx, quick=True, budget_s=QUICK_BUDGET_S, yielding=True)
+            cal = calibrate(
+                ctx, quick=True, budget_s=QUICK_BUDGET_S, yielding=True, stop=_stop_background
+            )
             save_table(cal)
             planner.use_table(cal.table())
             with _state_lock:
@@ -452,6 +469,10 @@ def _start_background(ctx: GpuContext, key: dict[str, str]) -> threading.Thread:
         _state["status"] = "built-in (calibrating this adapter in the background)"
     thread = threading.Thread(target=work, name="blurapp-calibrate", daemon=True)
     _state["thread"] = thread
+    _stop_background.clear()
+    if not _state.get("atexit"):
+        atexit.register(_stop_at_exit)
+        _state["atexit"] = True
     thread.start()
     return thread
 

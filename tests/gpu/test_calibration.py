@@ -196,3 +196,27 @@ def test_user_runs_hold_the_calibration_off() -> None:
     start = time.monotonic()
     calibration._wait_for_quiet(stop)
     assert time.monotonic() - start >= calibration.YIELD_S * 0.9
+
+
+def test_a_command_with_the_background_calibration_exits_cleanly(gpu, tmp_path) -> None:
+    # The first auto plan on an uncalibrated adapter starts the background calibration; the
+    # command ends while it runs: exit 0, its file, no traceback (it is stopped between runs).
+    import os
+    import subprocess
+    import sys
+
+    from blurapp.io import read_image, write_image
+
+    src, out = tmp_path / "in.png", tmp_path / "out.png"
+    x = np.random.default_rng(4).integers(0, 256, (20, 30, 3), dtype=np.uint8)
+    write_image(src, x)
+    env = {**os.environ, calibration.ENV: "auto", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "blurapp", "apply", str(src), "-o", str(out), "--kernel", "box:3"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    import blurapp
+
+    want = blurapp.filter_image(x, "box:3", strategy="cpu").image
+    assert np.abs(np.asarray(read_image(out).pixels, int) - want.astype(int)).max() <= 1
