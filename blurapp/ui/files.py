@@ -36,7 +36,8 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox, QWidget
 
 from blurapp import pipeline
-from blurapp.batch.pipeline import file_dtype
+from blurapp.batch.pipeline import file_dtype, linear_curves
+from blurapp.core.colour import ChannelCurves
 from blurapp.core.errors import BlurappError, OutputError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
@@ -160,8 +161,10 @@ def pixels_for_file(
     *,
     check: Callable[[], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    curves: ChannelCurves | None = None,
 ) -> np.ndarray:
-    """The pixels ``blurapp apply`` would write for ``image`` filtered by ``spec`` into ``fmt``.
+    """The pixels ``blurapp apply`` would write for ``image`` filtered by ``spec`` into ``fmt``
+    (``curves``: ``--linear``'s, from the file's ICC profile, as apply takes them).
 
     The live result is reused when it was made with ``spec`` in the pixel type the format takes;
     otherwise the image is filtered again straight into that type, from the stored pixels: a
@@ -173,8 +176,9 @@ def pixels_for_file(
         return live.image
     side = RATES.tile_side(image.shape, spec) if check is not None else None
     return pipeline.filter_pixels(
-        image, spec, dtype=dtype, max_tile_side=side, check=check, progress=progress
-    ).image
+        image, spec, dtype=dtype, max_tile_side=side, check=check, progress=progress,
+        curves=curves,
+    ).image  # fmt: skip
 
 
 @dataclass
@@ -265,9 +269,12 @@ def frames_for_file(request: SaveRequest, check, report) -> tuple[np.ndarray, ..
     """Every frame of the open animation or multi-page image filtered with the request's spec,
     into the pixel type of its format (the frame on screen is only the preview of one)."""
     frames = request.data.frames
+    curves = linear_curves(request.spec, request.data.icc_profile)
     done = []
     for i, frame in enumerate(frames):
-        done.append(pixels_for_file(frame, request.spec, request.fmt, None, check=check))
+        done.append(
+            pixels_for_file(frame, request.spec, request.fmt, None, check=check, curves=curves)
+        )
         report((i + 1, len(frames)))
     return tuple(done)
 
@@ -289,6 +296,7 @@ def compute_for_save(
         live,
         check=check,
         progress=lambda done, total: report((done, total)),
+        curves=linear_curves(request.spec, request.data.icc_profile),
     )
     return request, pixels
 

@@ -28,6 +28,7 @@ from PySide6.QtGui import QImage
 
 from blurapp import engine, pipeline
 from blurapp.core.borders import BORDER_MODES, Border, BorderMode
+from blurapp.core.colour import ChannelCurves
 from blurapp.core.errors import BlurappError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
@@ -64,15 +65,17 @@ def _crop_filter(
     check: Check,
     *,
     max_tile_side: int | None = None,
+    curves: ChannelCurves | None = None,
 ) -> pipeline.FilterResult:
     """``window`` of ``pixels`` filtered as the whole image would be there: the window plus
-    its halo (the border applied only at true image edges), filtered, interior kept."""
+    its halo (the border applied only at true image edges), filtered, interior kept.
+    ``curves``: ``--linear``'s transfer curves (the image's ICC profile's; ``None``: sRGB's)."""
     y0, y1, x0, x1 = window
     h, w = pixels.shape[:2]
     kernel = spec.effective_kernel
     if (y0, y1, x0, x1) == (0, h, 0, w):
         return pipeline.filter_pixels(
-            pixels, spec, max_tile_side=max_tile_side, check=check, in_flight=1
+            pixels, spec, max_tile_side=max_tile_side, check=check, in_flight=1, curves=curves
         )
     rows, cols = kernel.shape
     ar, ac = kernel.anchor
@@ -80,7 +83,7 @@ def _crop_filter(
     padded, (oy, ox) = gather(pixels, grid, window, spec.border)
     check()
     result = pipeline.filter_pixels(
-        padded, spec, max_tile_side=max_tile_side, check=check, in_flight=1
+        padded, spec, max_tile_side=max_tile_side, check=check, in_flight=1, curves=curves
     )
     image = np.ascontiguousarray(result.image[oy : oy + y1 - y0, ox : ox + x1 - x0])
     return pipeline.FilterResult(image, result.timing, result.strategy, result.reason)
@@ -217,6 +220,7 @@ def first_picture(
     *,
     gpu_idle: Callable[[], bool] = lambda: False,
     request: int = 0,
+    curves: ChannelCurves | None = None,
 ) -> LivePreview:
     """A change's first picture: the visible region, reduced as the measured rates say so that
     it is computed within :data:`blurapp.live.plan.FIRST_BUDGET_MS` (never less reduced than
@@ -244,7 +248,9 @@ def first_picture(
         pspec = spec.replace(strategy=plan.strategy, tile=spec.tile if same else None)
         if same and viewport.covers(image.shape):
             # The first picture is the full result: made once, kept for run_full.
-            full = pipeline.filter_pixels(image, spec, input_key=image_key, check=check)
+            full = pipeline.filter_pixels(
+                image, spec, input_key=image_key, check=check, curves=curves
+            )
             live = _live_result(image, spec, full, viewport, image_key, request)
             if cache is not None:
                 cache.store(live)
@@ -252,7 +258,7 @@ def first_picture(
                 spec, live.display_image(), viewport.window, 1, full.timing, full.strategy,
                 image_key, request,
             )  # fmt: skip
-    part = _crop_filter(small, pspec, swin, check)
+    part = _crop_filter(small, pspec, swin, check, curves=curves)
     if not part.timing.first_run:
         sy0, sy1, sx0, sx1 = swin
         RATES.learn(
@@ -278,6 +284,7 @@ def run_full(
     cache: LiveCache | None = None,
     *,
     request: int = 0,
+    curves: ChannelCurves | None = None,
 ) -> LiveResult:
     """The window's main result: the pixel pipeline (:func:`blurapp.pipeline.filter_pixels`),
     the same call ``blurapp apply`` makes, in tiles sized by the measured rates
@@ -297,6 +304,7 @@ def run_full(
         check=check,
         progress=lambda done, total: report(LiveProgress(spec, done, total)) if total > 1 else None,
         in_flight=1,  # a new setting's run must not queue behind a cancelled render's tiles
+        curves=curves,
     )
     live = _live_result(image, spec, result, viewport, image_key, request)
     if cache is not None:
@@ -345,6 +353,8 @@ def run_live(
     image_key: Hashable | None = None,
     viewport: Viewport | None = None,
     cache: LiveCache | None = None,
+    *,
+    curves: ChannelCurves | None = None,
 ) -> LiveResult:
     """:func:`first_picture` (reported, when the view does not show the whole image at full
     resolution), then :func:`run_full`, in one call: what the window does in two jobs (the
@@ -355,8 +365,8 @@ def run_live(
     """
     viewport = viewport or Viewport.whole(image.shape)
     if viewport.factor >= 2 or not viewport.covers(image.shape):
-        report(first_picture(image, spec, check, image_key, viewport, cache))
-    return run_full(image, spec, check, report, image_key, viewport, cache)
+        report(first_picture(image, spec, check, image_key, viewport, cache, curves=curves))
+    return run_full(image, spec, check, report, image_key, viewport, cache, curves=curves)
 
 
 def display_of(result: LiveResult, factor: int) -> QImage:

@@ -49,6 +49,7 @@ from PySide6.QtWidgets import (
 )
 
 from blurapp import pipeline
+from blurapp.batch.pipeline import linear_curves
 from blurapp.core.errors import BlurappError, KernelSpecError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.kernel import Kernel
@@ -568,6 +569,8 @@ class MainWindow(QMainWindow):
         """A first picture of the current settings at once (no debounce: a request that is
         superseded before it starts never runs), then the full result on the GPU's lane."""
         image, key, spec = self.model.image, self.model.image_key, self.model.spec
+        data = self.model.image_data  # --linear decodes with the file's ICC transfer curve
+        curves = linear_curves(spec, data.icc_profile if data is not None else None)
         if image is None:
             return
         viewport, cache = self.viewport(), self.live_cache
@@ -578,13 +581,13 @@ class MainWindow(QMainWindow):
         def first(check, report):
             idle = lambda: scheduler.lane_idle("gpu")  # noqa: E731
             report(first_picture(image, spec, check, key, viewport, cache, gpu_idle=idle,
-                                 request=request))  # fmt: skip
+                                 request=request, curves=curves))  # fmt: skip
 
         self.runner.submit("preview", first, lane="first", finish=True)
         self.runner.submit(
             "live",
             lambda check, report: run_full(
-                image, spec, check, report, key, viewport, cache, request=request
+                image, spec, check, report, key, viewport, cache, request=request, curves=curves
             ),
             priority=REFINE,
             lane="gpu",

@@ -167,3 +167,33 @@ def test_window_shows_a_p3_photo_converted_and_saves_its_own_pixels_and_profile(
     np.testing.assert_array_equal(
         saved.pixels, blurapp.filter_image(pixels, window.model.spec).image
     )
+
+
+def test_window_linear_light_follows_the_files_curve_as_apply_does(
+    qtbot, window, tmp_path: Path, save_and_wait
+) -> None:
+    """An Adobe RGB photo with Linear light: the window's result and its save are what
+    ``blurapp apply --linear`` writes (the profile's 2.2 gamma), not the sRGB-curve result."""
+    from blurapp.cli import main
+    from blurapp.io.icc import profile_curves
+    from blurapp.pipeline import filter_pixels
+
+    icc = _profile("AdobeRgb")
+    pixels = np.zeros((40, 60, 3), np.uint8)
+    pixels[:, 30:] = 40  # black beside dark grey: where sRGB's curve and 2.2 differ most
+    photo = tmp_path / "adobe.png"
+    Image.fromarray(pixels).save(photo, icc_profile=icc)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        assert window.open_path(photo)
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        window.run_panel.linear_check.setChecked(True)
+    spec = window.model.spec
+    assert spec.linear
+    expected = filter_pixels(pixels, spec, curves=profile_curves(icc)).image
+    np.testing.assert_array_equal(window.result.image, expected)
+    assert np.abs(filter_pixels(pixels, spec).image.astype(int) - expected).max() >= 2
+    out = tmp_path / "saved.png"
+    save_and_wait(window, out)
+    applied = tmp_path / "applied.png"
+    assert main(["apply", str(photo), "-o", str(applied), *spec.to_argv()]) == 0
+    np.testing.assert_array_equal(read_image(out).pixels, read_image(applied).pixels)
