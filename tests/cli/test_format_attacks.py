@@ -158,3 +158,36 @@ def test_odd_names_and_names_that_lie_in_a_batch(capsys, tmp_path) -> None:
         assert code == 1 and "Ümlaut\\nphoto" in err
     finally:
         os.chmod(heic, 0o644)
+
+
+def test_a_16_bit_grey_apng_keeps_its_16_bits(capsys, tmp_path) -> None:
+    """Pillow's convert("RGB") clipped 16-bit grey frames at 255: they stay 16-bit grey."""
+    src = tmp_path / "deep.png"
+    frames = [np.full((4, 6), v, np.uint16) for v in (1000, 20000, 65535)]
+    for i, frame in enumerate(frames):
+        frame[i, : i + 2] = 7  # each frame differs from the last where Pillow's APNG looks
+    first, *rest = (Image.fromarray(f) for f in frames)
+    first.save(src, save_all=True, append_images=rest, duration=30)
+    data = read_image(src)
+    assert data.frame_count == 3 and data.pixels.dtype == np.uint16 and not data.notes
+    assert [int(f.max()) for f in data.frames] == [1000, 20000, 65535]
+    code, err = run(capsys, "apply", src, "-o", tmp_path / "o.tif", "-k", "identity",
+                    "--strategy", "cpu")  # fmt: skip
+    assert code == 0, err
+    with tifffile.TiffFile(tmp_path / "o.tif") as tif:
+        assert [int(p.asarray().max()) for p in tif.pages] == [1000, 20000, 65535]
+
+
+def test_an_apng_written_keeps_every_frame_its_timing_and_loop(tmp_path) -> None:
+    """Pillow's APNG writer merged frames equal once cut to 8 bits (16-bit grey ones differing
+    above 255, or identical ones): blurapp writes each frame, its duration and the loop count."""
+    from blurapp.io import Animation, ImageData, write_image
+
+    frames = tuple(np.full((4, 6), v, np.uint16) for v in (1000, 20000, 20000, 65535))
+    anim = Animation(frames, (10, 20, 30, 40), 3, (0, 1, 2, 0))
+    write_image(tmp_path / "a.png", ImageData(frames[0], "png", animation=anim))
+    data = read_image(tmp_path / "a.png")
+    assert data.frame_count == 4 and data.animation.durations == (10, 20, 30, 40)
+    assert data.animation.loop == 3 and data.animation.disposal == (0, 1, 2, 0)
+    for got, want in zip(data.frames, frames, strict=True):
+        np.testing.assert_array_equal(got, want)

@@ -182,6 +182,9 @@ def frame_count(im: Any) -> int:
 
 
 def _frame_rgb(im: Any, alpha: bool) -> np.ndarray:
+    if im.mode in ("I;16", "I;16L", "I;16B", "I;16N", "I"):
+        # 16-bit grey frames stay 16-bit grey (Pillow's convert("RGB") would clip them at 255).
+        return np.clip(np.asarray(im), 0, 65535).astype(np.uint16)
     return np.asarray(im.convert("RGBA" if alpha else "RGB"))
 
 
@@ -233,7 +236,7 @@ class PillowCodec(Codec):
             width, height = im.size
             channels, dtype = pillow_layout(im)
             frames = frame_count(im) if self.multi_frame else 1
-        if frames > 1:  # frames are read as RGB or RGBA (read_frames)
+        if frames > 1 and dtype != np.uint16:  # read as RGB or RGBA (read_frames)
             channels = 4 if channels in (2, 4) else 3
             dtype = np.dtype(np.uint8)
         return ImageInfo(self.name, width, height, channels, dtype, frames)

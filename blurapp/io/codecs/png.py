@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 
@@ -127,7 +128,49 @@ def encode_png(pixels: np.ndarray, level: int, icc: bytes | None, exif: bytes | 
             png = imagecodecs.png_encode(pixels, level=level)
     else:
         png = imagecodecs.spng_encode(pixels, level=level)
-    # imagecodecs writes pixels only; iCCP and eXIf go right after IHDR (both must precede IDAT).
+    # imagecodecs writes pixels only: the metadata chunks are added.
+    return _with_metadata(png, icc, exif)
+
+
+def encode_apng(
+    animation: Animation, level: int, icc: bytes | None, exif: bytes | None, own_disposal: bool
+) -> bytes:
+    """An animated PNG of every frame by libpng (imagecodecs): 8 or 16 bits, no frame merged
+    or dropped (Pillow's APNG writer merges frames it sees as equal after converting them to
+    8-bit RGBA, which loses 16-bit frames that differ only above 255). Then each frame's fcTL
+    gets its own duration (and disposal, when it came from an APNG: ``own_disposal``) and acTL
+    the loop count; every frame is a whole canvas, blended as SOURCE."""
+    import imagecodecs
+
+    stack = np.stack(animation.frames)
+    png = bytearray(imagecodecs.apng_encode(stack, level=level))
+    durations = list(animation.durations) or [0] * len(stack)
+    disposal = list(animation.disposal) if own_disposal and animation.disposal else []
+    pos, frame = len(SIGNATURE), 0
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack_from(">I4s", png, pos)
+        body = pos + 8
+        if kind == b"acTL" and length == 8:
+            plays = 1 if animation.loop is None else animation.loop  # 0: for ever
+            struct.pack_into(">I", png, body + 4, plays)
+        elif kind == b"fcTL" and length == 26 and frame < len(durations):
+            delay = min(int(durations[frame]), 65535)
+            dispose = (
+                disposal[frame] if frame < len(disposal) and disposal[frame] in (0, 1, 2) else 0
+            )
+            struct.pack_into(">HHBB", png, body + 20, delay, 1000, dispose, 0)
+            frame += 1
+        else:
+            pos = body + length + 4
+            continue
+        crc = zlib.crc32(bytes(png[pos + 4 : body + length])) & 0xFFFFFFFF
+        struct.pack_into(">I", png, body + length, crc)
+        pos = body + length + 4
+    return _with_metadata(bytes(png), icc, exif)
+
+
+def _with_metadata(png: bytes, icc: bytes | None, exif: bytes | None) -> bytes:
+    """``png`` with iCCP and eXIf chunks right after IHDR (both must precede IDAT)."""
     extra = b""
     if icc:
         extra += _chunk(b"iCCP", b"ICC profile\x00\x00" + zlib.compress(icc))
@@ -172,25 +215,21 @@ class PngCodec(PillowCodec):
                 pixels = pixels[:, :, 0]
             icc, exif, orientation = pillow_metadata(path)
             return ImageData(np.ascontiguousarray(orient(pixels, orientation)), "png", icc, exif)
-        return super().read(path, options)
+        data = super().read(path, options)
+        _, _, depth, colour = png_header(path)
+        if depth == 16 and colour != 0 and apng_frames(path) > 1:
+            # Pillow composites a colour APNG's frames at 8 bits: said, not done silently.
+            note = f"{path.name}: a 16-bit colour animated PNG: its frames are read at 8 bits"
+            data = replace(data, notes=(*data.notes, note))
+        return data
 
     def encode(self, fh: IO[bytes], data: ImageData, options: WriteOptions) -> None:
         if data.animation is not None and len(data.animation) > 1:
-            super().encode(fh, data, options)
+            own = data.format == "png"  # APNG disposal codes; GIF's mean other things
+            fh.write(encode_apng(data.animation, options.compress_level, data.icc_profile,
+                                 data.exif, own))  # fmt: skip
             return
         fh.write(encode_png(data.pixels, options.compress_level, data.icc_profile, data.exif))
-
-    def save_arguments(self, options: WriteOptions) -> dict[str, Any]:
-        return {"compress_level": options.compress_level}
-
-    def animation_arguments(self, animation: Animation) -> dict[str, Any]:
-        kwargs = super().animation_arguments(animation)
-        if animation.disposal:
-            kwargs["disposal"] = list(animation.disposal)
-        # Every frame is a whole composited canvas: it replaces what was there (APNG_BLEND_OP_
-        # SOURCE), so the disposal codes kept cannot show an older frame through a newer one.
-        kwargs["blend"] = 0
-        return kwargs
 
 
 def _size(info: ImageInfo) -> tuple[int, int]:
