@@ -191,3 +191,25 @@ def test_an_apng_written_keeps_every_frame_its_timing_and_loop(tmp_path) -> None
     assert data.animation.loop == 3 and data.animation.disposal == (0, 1, 2, 0)
     for got, want in zip(data.frames, frames, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".webp"])
+def test_equal_frames_are_merged_with_their_durations_not_an_encoder_error(
+    tmp_path, suffix
+) -> None:
+    """Every frame equal made Pillow's GIF writer fail ("int() argument ... not 'list'"); GIF
+    and WebP merge a frame equal to the one before it, its duration added."""
+    from blurapp.io import Animation, ImageData, write_image
+
+    flat = np.full((8, 8, 3), 100, np.uint8)
+    other = flat.copy()
+    other[0, 0] = 0
+    for frames, want in (((flat, flat, flat), 1), ((flat, flat, other), 2)):
+        out = tmp_path / f"{len(frames)}-{want}{suffix}"
+        anim = Animation(frames, (10, 20, 30), 0, (1, 1, 1))
+        write_image(out, ImageData(flat, suffix[1:], animation=anim))
+        data = read_image(out)
+        assert data.frame_count == want
+        if want == 2:
+            assert data.animation.durations == (30, 30)
+            np.testing.assert_array_equal(data.frames[1], other)
