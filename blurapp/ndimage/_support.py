@@ -119,9 +119,10 @@ def get_output(
     if shape is None:
         shape = input.shape
     if output is None:
+        # Every filter writes every element of a new output: np.empty, not scipy's zeros.
         if complex_output:
-            return np.zeros(shape, dtype=np.promote_types(input.dtype, np.complex64))
-        return np.zeros(shape, dtype=input.dtype.name)
+            return np.empty(shape, dtype=np.promote_types(input.dtype, np.complex64))
+        return np.empty(shape, dtype=input.dtype.name)
     if _is_dtype_like(output):
         if complex_output and np.dtype(output).kind != "c":
             warnings.warn("promoting specified output dtype to complex", stacklevel=3)

@@ -1,0 +1,119 @@
+"""blurapp.ndimage against scipy.ndimage, the same calls on the same arrays in one run (issue 23
+item 7): 2-D float32 images from 1 MP to 4K (gaussian_filter σ 1-8, uniform_filter, sobel, a
+9×9 correlate), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the float64
+path's cost over float32.
+
+    .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--quick] [--json F]
+
+Each timing is the median of ``--repeat`` whole calls as a caller sees them (upload, passes,
+read-back, the output array), after one call that compiles the GPU pipelines. scipy runs
+single-threaded, as scipy.ndimage does. On lavapipe the GPU is the CPU: compare ratios from
+one run, and note the load average printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+SIZES = {"1MP": (1024, 1024), "1080p": (1080, 1920), "4K": (2160, 3840)}
+
+
+def _time(call: Callable[[], object], repeat: int) -> float:
+    call()  # compiles (GPU) / warms caches
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def _cases_2d(weights9: np.ndarray) -> list[tuple[str, str, tuple, dict]]:
+    cases = [(f"gaussian_filter σ={s}", "gaussian_filter", (s,), {}) for s in (1, 2, 4, 8)]
+    cases += [
+        ("uniform_filter 5", "uniform_filter", (5,), {}),
+        ("sobel axis 0", "sobel", (), {"axis": 0}),
+        ("correlate 9×9", "correlate", (weights9,), {}),
+    ]
+    return cases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 MP and 128³ only")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args()
+
+    import scipy.ndimage as sn
+
+    import blurapp.ndimage as bn
+    from blurapp.gpu.device import get_device
+
+    rng = np.random.default_rng(0)
+    weights9 = rng.random((9, 9))
+    info = get_device().info
+    load = os.getloadavg()
+    print(f"adapter: {info['name']} ({info['backend']}); load average {load[0]:.1f}")
+    rows: list[dict] = []
+
+    def run(label: str, shape_name: str, x: np.ndarray, name: str, a: tuple, kw: dict) -> dict:
+        ours = _time(lambda: getattr(bn, name)(x, *a, **kw), args.repeat)
+        theirs = _time(lambda: getattr(sn, name)(x, *a, **kw), args.repeat)
+        row = {
+            "case": label, "shape": shape_name, "dtype": x.dtype.name,
+            "blurapp_ms": round(ours, 2), "scipy_ms": round(theirs, 2),
+            "speedup": round(theirs / ours, 2),
+        }  # fmt: skip
+        rows.append(row)
+        print(f"{shape_name:>8} {x.dtype.name:>7} {label:<22} blurapp {ours:9.1f} ms   "
+              f"scipy {theirs:9.1f} ms   {theirs / ours:6.2f}×", flush=True)  # fmt: skip
+        return row
+
+    sizes = {"1MP": SIZES["1MP"]} if args.quick else SIZES
+    for shape_name, shape in sizes.items():
+        x = rng.random(shape, dtype=np.float32)
+        for label, name, a, kw in _cases_2d(weights9):
+            run(label, shape_name, x, name, a, kw)
+    side = 128 if args.quick else 256
+    cube = rng.random((side,) * 3, dtype=np.float32)
+    for sigma in (1, 2, 4):
+        run(f"gaussian_filter σ={sigma}", f"{side}³", cube, "gaussian_filter", (sigma,), {})
+
+    # per-call cost: a 64×64 array, where the arithmetic is negligible
+    small = rng.random((64, 64), dtype=np.float32)
+    overhead = {}
+    for label, name, a, kw in _cases_2d(weights9)[:1] + _cases_2d(weights9)[4:]:
+        ms = _time(functools.partial(getattr(bn, name), small, *a, **kw), 20)
+        overhead[label] = round(ms, 3)
+        print(f"   64×64 float32 {label:<22} blurapp {ms:6.2f} ms a call", flush=True)
+
+    # the float64 (double-float) path against float32 on the same 1 MP image
+    x32 = rng.random(SIZES["1MP"], dtype=np.float32)
+    x64 = x32.astype(np.float64)
+    f64 = {}
+    for label, name, a, kw in _cases_2d(weights9):
+        t32 = _time(functools.partial(getattr(bn, name), x32, *a, **kw), args.repeat)
+        t64 = _time(functools.partial(getattr(bn, name), x64, *a, **kw), args.repeat)
+        s64 = _time(functools.partial(getattr(sn, name), x64, *a, **kw), args.repeat)
+        f64[label] = {"float32_ms": round(t32, 2), "float64_ms": round(t64, 2),
+                      "cost": round(t64 / t32, 2), "scipy_float64_ms": round(s64, 2)}  # fmt: skip
+        print(f"     1MP float64 {label:<22} blurapp {t64:9.1f} ms = {t64 / t32:5.2f}× float32; "
+              f"scipy {s64:8.1f} ms", flush=True)  # fmt: skip
+
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"adapter": info["name"], "load_average": load[0], "rows": rows,
+                       "overhead_64x64_ms": overhead, "float64": f64}, f, indent=2)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
