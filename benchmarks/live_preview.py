@@ -257,9 +257,13 @@ def _type_spec(window, text: str) -> None:
     QTest.keyClick(field, Qt.Key.Key_Return)
 
 
-def _full_results(window, since_generation: int) -> int:
-    """Full-resolution runs of the live channel that were started since a generation."""
-    log = list(window.runner.scheduler.log)
+def _full_results(window, since_generation: int) -> int | None:
+    """Full-resolution runs of the live channel that were started since a generation
+    (``None`` for a window without the scheduler's log, such as an older blurapp's)."""
+    scheduler = getattr(window.runner, "scheduler", None)
+    if scheduler is None:
+        return None
+    log = list(scheduler.log)
     return sum(1 for c, g, e in log if c == "live" and e == "start" and g > since_generation)
 
 
