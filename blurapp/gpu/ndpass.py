@@ -73,7 +73,7 @@ PRECISIONS: tuple[str, ...] = ("f32", "df64")
 MAX_ND = 8
 #: Array sizes whose buffers stay allocated (least recently used dropped).
 KEPT_ARRAYS = 4
-KEPT_PIPELINES = 32
+KEPT_PIPELINES = 64  # as GpuFilter: ~3.5 MiB of JIT code each on lavapipe
 _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
 _UNIFORM_BYTES = 64 + 16 * 256  # every pass's uniform buffer: LineParams with its taps
@@ -217,7 +217,7 @@ def _line_dispatch(
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
-    if taps > MAX_UNROLLED_TAPS[precision]:
+    if taps > MAX_UNROLLED_TAPS[precision] or outer * n * inner < SMALL:
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     width = 2 if df else 4
     vec = width if inner % width == 0 else 1
@@ -294,6 +294,12 @@ def _per_axis_vec(values: Sequence[int]) -> bytes:
     return struct.pack(f"<{MAX_ND}i", *padded)
 
 
+#: Arrays of fewer elements run the looped shaders (nd_line_loop, nd_taps_loop): one pipeline
+#: per precision and border mode (and ndim) serves every kernel, so that many small calls with
+#: kernels of new sizes (scipy's test suite) do not compile one pipeline each (a second or
+#: more on lavapipe); their speed matters little at that size.
+SMALL = 1 << 15
+
 #: The longest kernel row (along the last axis) nd_taps unrolls; longer rows run in pieces
 #: (df64's taps are ~20 operations each: a longer row compiles for seconds on lavapipe).
 MAX_TAPS_ROW = {"f32": 64, "df64": 32}
@@ -359,6 +365,53 @@ def _taps_dispatch(
     if df:
         template["two_prod"] = two_prod
     return _Dispatch("nd_taps", tuple(sorted(template.items())), (), uniforms, data, invocations)
+
+
+def _taps_loop_dispatch(
+    shape: tuple[int, ...],
+    w: np.ndarray,
+    centres: Sequence[int],
+    modes: Sequence[int],
+    constant: tuple[float, float],
+    precision: str,
+    two_prod: str,
+) -> _Dispatch:
+    """An n-D correlation of a small array (nd_taps_loop.wgsl): the non-zero taps of ``w``
+    (float64, df64: scaled; zero where scipy skips), each with its offsets."""
+    ndim = len(shape)
+    total = math.prod(shape)
+    strides = [math.prod(shape[a + 1 :]) for a in range(ndim)]
+    gx, _ = _groups(total)
+    nz = np.argwhere(w != 0.0)
+    offsets = nz - np.asarray(centres, dtype=np.int64)
+    reach_lo = offsets.min(axis=0) if len(nz) else np.zeros(ndim, np.int64)
+    reach_hi = offsets.max(axis=0) if len(nz) else np.zeros(ndim, np.int64)
+    uniforms = (
+        struct.pack("<IIIfffff", total, len(nz), gx, 1.0, *constant, 0.0, 0.0)
+        + _per_axis_vec(shape)
+        + _per_axis_vec(strides)
+        + _per_axis_vec(modes)
+        + _per_axis_vec(reach_lo.tolist())
+        + _per_axis_vec(reach_hi.tolist())
+    )
+    words = np.zeros((max(len(nz), 1), 3 + ndim), dtype=np.uint32)
+    if len(nz):
+        values = w[tuple(nz.T)]
+        if precision == "df64":
+            words[: len(nz), :2] = _split(values, 0).view(np.uint32)
+        else:
+            with np.errstate(over="ignore"):
+                words[: len(nz), 0] = values.astype(np.float32).view(np.uint32)
+        words[: len(nz), 2] = (
+            (offsets @ np.asarray(strides, np.int64)).astype(np.int32).view(np.uint32)
+        )
+        words[: len(nz), 3:] = offsets.astype(np.int32).view(np.uint32)
+    template: dict[str, Any] = {"precision": precision, "ndim": ndim, "wg": _WG}
+    if precision == "df64":
+        template["two_prod"] = two_prod
+    return _Dispatch(
+        "nd_taps_loop", tuple(sorted(template.items())), (), uniforms, words.tobytes(), total
+    )
 
 
 # -- the engine --------------------------------------------------------------------------------
@@ -1018,6 +1071,12 @@ def _nd_gpu(
 
     def run(piece: np.ndarray) -> np.ndarray:
         data = _split(piece, x_exp) if df else piece
+        if piece.size < SMALL:
+            d = _taps_loop_dispatch(piece.shape, kept, centres, modes, const_pair, precision,
+                                    two_prod)  # fmt: skip
+            if df:
+                return engine.run(data, [d], lambda v: _join(v, x_exp + w_exp))
+            return engine.run(data, [d]).reshape(piece.shape)
         total = None
         for wp, cp in pieces:
             d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)

@@ -50,6 +50,14 @@ def _rel_err(got: np.ndarray, want: np.ndarray, scale: float) -> float:
     return float(np.max(np.abs(got.astype(np.float64) - want))) / max(scale, 1e-300)
 
 
+@pytest.fixture(params=["unrolled", "looped"])
+def shaders(request, monkeypatch) -> str:
+    """Both shader families: the unrolled ones (large arrays) and the looped ones (arrays of
+    fewer than ndpass.SMALL elements), forced either way on the small test arrays."""
+    monkeypatch.setattr(ndpass, "SMALL", 0 if request.param == "unrolled" else 1 << 62)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def engine(gpu) -> NdPasses:
     return NdPasses(gpu)
@@ -64,7 +72,7 @@ def df64_ok(gpu) -> bool:
 
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_line_f32_every_axis_origin_and_shape(engine, ndim: int, mode: str) -> None:
+def test_line_f32_every_axis_origin_and_shape(engine, shaders, ndim: int, mode: str) -> None:
     border, scipy_mode = MODES[mode]
     rng = np.random.default_rng(ndim * 10 + len(mode))
     checked = 0
@@ -92,7 +100,7 @@ def test_line_f32_every_axis_origin_and_shape(engine, ndim: int, mode: str) -> N
 
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_line_df64_within_1e12_of_scipy(engine, df64_ok, ndim: int, mode: str) -> None:
+def test_line_df64_within_1e12_of_scipy(engine, df64_ok, shaders, ndim: int, mode: str) -> None:
     """float64 on the GPU: 1e8 offsets and derivative weights within 1e-12 * sum|w| * max|x|."""
     border, scipy_mode = MODES[mode]
     rng = np.random.default_rng(100 + ndim * 10 + len(mode))
@@ -118,7 +126,9 @@ def test_line_df64_within_1e12_of_scipy(engine, df64_ok, ndim: int, mode: str) -
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
-def test_chain_of_three_passes_runs_without_readback(engine, df64_ok, precision: str) -> None:
+def test_chain_of_three_passes_runs_without_readback(
+    engine, df64_ok, shaders, precision: str
+) -> None:
     """A 3-D separable Gaussian (one pass per axis, mixed borders) equals scipy's passes."""
     rng = np.random.default_rng(3)
     x = rng.normal(size=(9, 10, 11)) + (1e6 if precision == "df64" else 0.0)
@@ -145,7 +155,7 @@ def test_chain_of_three_passes_runs_without_readback(engine, df64_ok, precision:
 
 @pytest.mark.parametrize("ndim", [1, 2, 3, 4])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_correlate_nd_f32_and_df64(engine, df64_ok, ndim: int, mode: str) -> None:
+def test_correlate_nd_f32_and_df64(engine, df64_ok, shaders, ndim: int, mode: str) -> None:
     border, scipy_mode = MODES[mode]
     rng = np.random.default_rng(200 + ndim * 10 + len(mode))
     wshapes = {1: [(1,), (4,), (9,)], 2: [(3, 2), (1, 7), (8, 8)], 3: [(3, 1, 4), (2, 3, 6)],
@@ -195,7 +205,7 @@ def test_correlate_nd_mixed_borders_per_axis(engine, df64_ok) -> None:
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
-def test_nan_and_inf_propagate_as_scipy(engine, df64_ok, precision: str) -> None:
+def test_nan_and_inf_propagate_as_scipy(engine, df64_ok, shaders, precision: str) -> None:
     dtype = np.float32 if precision == "f32" else np.float64
     x = np.arange(24, dtype=np.float64).reshape(4, 6)
     x[1, 2] = np.nan
@@ -283,7 +293,7 @@ def test_forced_df64_failure_falls_back_once_with_a_warning(gpu, monkeypatch) ->
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
-def test_slabs_beyond_the_binding_limit(gpu, df64_ok, precision: str) -> None:
+def test_slabs_beyond_the_binding_limit(gpu, df64_ok, shaders, precision: str) -> None:
     """A forced small binding: chains pass by pass over slabs, long lines with halos,
     correlate_nd along axis 0 with its halo; all equal to the unslabbed result."""
     small = NdPasses(gpu, max_binding=4096)  # 1024 f32 or 512 df64 elements
@@ -394,7 +404,7 @@ def test_empty_and_zero_d_arrays(gpu, df64_ok) -> None:
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
-def test_correlate_nd_rows_longer_than_one_piece(engine, df64_ok, precision: str) -> None:
+def test_correlate_nd_rows_longer_than_one_piece(engine, df64_ok, shaders, precision: str) -> None:
     """Kernel rows beyond MAX_TAPS_ROW run as pieces whose sum is the correlation."""
     rng = np.random.default_rng(21)
     dtype = np.float32 if precision == "f32" else np.float64
