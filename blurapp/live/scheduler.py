@@ -83,6 +83,9 @@ class Scheduler:
             task.
         thread_start: called first on each lane's thread with the lane's name (to lower its
             scheduling priority).
+        on_foreground: called with ``True`` when work above the background starts waiting or
+            running and with ``False`` when none is left (to hold background work that runs
+            outside the scheduler, such as the engine's calibration).
     """
 
     def __init__(
@@ -93,6 +96,7 @@ class Scheduler:
         on_failed: Deliver | None = None,
         on_progress: Deliver | None = None,
         thread_start: Callable[[str], None] | None = None,
+        on_foreground: Callable[[bool], None] | None = None,
         name: str = "blurapp-live",
     ) -> None:
         if not lanes:
@@ -102,6 +106,8 @@ class Scheduler:
         self._on_failed = on_failed or _ignore
         self._on_progress = on_progress or _ignore
         self._thread_start = thread_start
+        self._on_foreground = on_foreground
+        self._foreground = False
         self._cond = threading.Condition()
         self._generation: dict[str, int] = {}
         self._pending: dict[str, _Task] = {}  # one per channel: the newest request
@@ -155,6 +161,7 @@ class Scheduler:
                 channel, gen, priority, lane, listed, due, next(self._seq), finish
             )
             self._cond.notify_all()
+        self._tell_foreground()
         return gen
 
     def cancel(self, channel: str) -> None:
@@ -163,6 +170,7 @@ class Scheduler:
             self._generation[channel] = self._generation.get(channel, 0) + 1
             self._pending.pop(channel, None)
             self._cond.notify_all()
+        self._tell_foreground()
 
     def generation(self, channel: str) -> int:
         with self._cond:
@@ -276,12 +284,31 @@ class Scheduler:
                 del self._pending[task.channel]
                 self._running[lane] = task
                 self._note(task.channel, task.generation, "start")
+            self._tell_foreground()
             try:
                 self._run(task)
             finally:
                 with self._cond:
                     del self._running[lane]
                     self._cond.notify_all()
+                self._tell_foreground()
+
+    def _tell_foreground(self) -> None:
+        """Call ``on_foreground`` when work above the background appears or is all gone."""
+        if self._on_foreground is None:
+            return
+        with self._cond:
+            busy = any(
+                t.priority < BACKGROUND
+                for t in itertools.chain(self._pending.values(), self._running.values())
+            )
+            if busy == self._foreground:
+                return
+            self._foreground = busy
+        try:
+            self._on_foreground(busy)
+        except Exception:  # a hold on others' work, never a reason to fail ours
+            traceback.print_exc()
 
     def _note(self, channel: str, gen: int, event: str) -> None:
         self.log.append((channel, gen, event))

@@ -125,7 +125,7 @@ class MainWindow(QMainWindow):
         self.model = FilterModel(load_spec(self.settings_reader), self)
         # The live preview's lanes: the GPU's one thread, first pictures (on the CPU, never
         # waiting for the GPU), background work (warm-up): blurapp.live.scheduler's rules.
-        self.runner = JobRunner(self)
+        self.runner = JobRunner(self, holds_calibration=True)
         self.cpu_runner = JobRunner(self, lanes=("files",))  # files, display copies, analysis
         self.live_cache = LiveCache()
         self.undo_stack = QUndoStack(self)

@@ -13,6 +13,7 @@ are the scheduler's; this module only relays.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -53,6 +54,15 @@ def _lower_priority(lane: str = "") -> None:
 _lowered = threading.local()
 
 
+def _hold_calibration(busy: bool) -> None:
+    """The engine's background calibration (:mod:`blurapp.gpu.calibration`, its own thread)
+    is background work too: held between its micro-runs while the user's work waits or runs.
+    Nothing to hold when it was never imported."""
+    calibration = sys.modules.get("blurapp.gpu.calibration")
+    if calibration is not None:
+        (calibration.pause if busy else calibration.resume)()
+
+
 class _Relay(QObject):
     """Carries a job's outcome back to the UI thread (queued signal)."""
 
@@ -79,7 +89,15 @@ class JobRunner(QObject):
 
     LANES: tuple[str, ...] = ("gpu", "first", "background")
 
-    def __init__(self, parent: QObject | None = None, lanes: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        lanes: Sequence[str] | None = None,
+        *,
+        holds_calibration: bool = False,
+    ) -> None:
+        """``holds_calibration``: this runner's user work holds the engine's background
+        calibration (the window's GPU runner)."""
         super().__init__(parent)
         self.relay = _Relay()
         self.relay.done.connect(self._on_done)
@@ -92,6 +110,7 @@ class JobRunner(QObject):
             on_failed=self.relay.failed.emit,
             on_progress=self.relay.progress.emit,
             thread_start=_lower_priority,
+            on_foreground=_hold_calibration if holds_calibration else None,
         )
         self.destroyed.connect(lambda *_: self.scheduler.close(0.0))
 

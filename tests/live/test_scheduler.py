@@ -338,3 +338,26 @@ def test_bad_lane_and_priority_are_refused(make) -> None:
     with pytest.raises(ValueError, match="no priority"):
         s.submit("x", lambda c, r: None, priority=7)
     assert USER < REFINE < BACKGROUND
+
+
+def test_on_foreground_says_when_work_above_the_background_comes_and_goes(rec) -> None:
+    said: list[bool] = []
+    s = Scheduler(("gpu", "first"), on_done=rec.done, on_foreground=said.append)
+    try:
+        gate, started = threading.Event(), threading.Event()
+        s.submit("warm", lambda check, report: None, priority=BACKGROUND)
+        rec.wait_for("done", "warm")
+        assert said == []  # background work alone holds nothing
+        s.submit("preview", hold(gate, started), lane="first")
+        assert started.wait(WAIT_S)
+        s.submit("live", lambda check, report: "full", priority=REFINE)
+        assert said == [True]
+        gate.set()
+        rec.wait_for("done", "live")
+        assert s.wait_idle(WAIT_S)
+        end = time.monotonic() + WAIT_S
+        while said != [True, False] and time.monotonic() < end:
+            time.sleep(0.01)
+        assert said == [True, False]
+    finally:
+        s.close(2.0)

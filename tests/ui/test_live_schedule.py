@@ -146,3 +146,24 @@ def test_the_preview_note_stays_in_the_corner_when_the_view_scrolls(qtbot) -> No
     view.verticalScrollBar().setValue(view.verticalScrollBar().maximum() // 2)
     label = view.findChild(QLabel, "viewNote")
     assert label.isVisible() and (label.x(), label.y()) == (8, 8)
+
+
+def test_the_windows_user_work_holds_the_background_calibration(qtbot, window, small_image):
+    from blurapp.gpu import calibration
+
+    gate, held = threading.Event(), threading.Event()
+
+    def hold(check, report):
+        held.set()
+        assert gate.wait(30)
+
+    calibration.resume()
+    try:
+        window.runner.submit("hold", hold, lane="gpu")
+        assert held.wait(10)
+        assert calibration._pause.is_set()  # held while the user's work runs
+        gate.set()
+        qtbot.waitUntil(lambda: not calibration._pause.is_set(), timeout=WAIT_MS)
+    finally:
+        gate.set()
+        calibration.resume()
