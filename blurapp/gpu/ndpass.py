@@ -13,7 +13,10 @@ Precision:
   bits) with error-free sums and products (shaders/nd_df64.wgsl), so that the result agrees
   with scipy's float64 to within about 1e-13 * sum|w| * max|x| (the goal is 1e-12). The data
   and each pass's weights are scaled by powers of two first (exact), so float64 values beyond
-  float32's range (1e300, 1e-300) work too. WGSL has no way to forbid a compiler from fusing
+  float32's range (1e300, 1e-300) work too; the scale includes a CONSTANT border's finite
+  cval, so the error is relative to max(|x|, |cval|) (a caller whose cval dwarfs the data runs
+  the data with cval 0 and adds cval times the passes of zeros with cval 1, as
+  blurapp.ndimage does: the passes are linear). WGSL has no way to forbid a compiler from fusing
   a*b+c or rewriting (a+b)-a, so :func:`df64_status` first proves on the adapter that the
   arithmetic is exact; where it is not, the float64 path runs the float64 numpy reference
   (:mod:`blurapp.core.ndreference`) instead and says so once (a RuntimeWarning naming the
@@ -26,6 +29,13 @@ across the other axes), or over halo'd pieces of the axis itself when one line i
 ``correlate_nd`` runs slabs along the first axis with its halo. Where even one slab cannot fit
 (a single element's window larger than the binding) the call is refused with one
 :class:`~blurapp.core.errors.ImageError` line.
+
+Shaders: large arrays run unrolled passes (nd_line.wgsl: blocks of outputs along the axis from
+registers, vec4 loads; nd_taps.wgsl: the kernel as rows along the last axis), a pipeline per
+kernel length or shape; arrays under :data:`SMALL` elements run looped ones (nd_line_loop,
+nd_taps_loop), one pipeline per precision and border mode, so that many small calls do not
+compile. On lavapipe a storage-buffer access is a loop over the SIMD lanes (Mesa's
+``emit_load_mem``), so what costs is buffer accesses per output (docs/PERFORMANCE.md).
 
 Pipelines (per shader, template and border mode), buffers (per array size, least recently used
 dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, so a small array's per-call cost
@@ -57,6 +67,8 @@ from blurapp.gpu.shaders import load_shader
 __all__ = [
     "KEPT_ARRAYS",
     "MAX_ND",
+    "PRECISIONS",
+    "SMALL",
     "Line",
     "NdPasses",
     "Precision",
