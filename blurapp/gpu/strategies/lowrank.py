@@ -71,6 +71,10 @@ class LowRankStrategy(Strategy):
         pixels = size[0] * size[1]
         chosen = lowrank.low_rank(kernel, tolerance)
         k = chosen.k
+        if k <= 1 and kernel.separability.rank <= 1:
+            # One pair is separable's two passes without its baked weights: never cheaper, so
+            # auto leaves rank-1 kernels to separable however noisy a calibration was.
+            return None
         lines = line_features((cols, rows), pixels)
         features = {
             "pair": k * pixels,
