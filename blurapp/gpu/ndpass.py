@@ -66,6 +66,7 @@ from blurapp.gpu.shaders import load_shader
 
 __all__ = [
     "KEPT_ARRAYS",
+    "KEPT_BYTES",
     "MAX_ND",
     "PRECISIONS",
     "SMALL",
@@ -83,8 +84,10 @@ PRECISIONS: tuple[str, ...] = ("f32", "df64")
 
 #: Axes correlate_nd handles in one shader (its uniforms hold 8 per-axis values).
 MAX_ND = 8
-#: Array sizes whose buffers stay allocated (least recently used dropped).
+#: Array sizes whose buffers stay allocated (least recently used dropped), and the bytes they
+#: may hold together (three buffers a size: two ping-pong, one readback).
 KEPT_ARRAYS = 4
+KEPT_BYTES = 768 << 20
 KEPT_PIPELINES = 64  # as GpuFilter: ~3.5 MiB of JIT code each on lavapipe
 _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
@@ -557,6 +560,13 @@ class NdPasses:
                 ),
             )
 
+        if nbytes not in self._arrays:
+            held = sum(3 * b.nbytes for b in self._arrays.values())
+            if held + 3 * nbytes > KEPT_BYTES and len(self._arrays):
+                # Large arrays: the other sizes' buffers go first (GPU memory, not a count,
+                # bounds them: a 256^3 df64 array holds 384 MiB).
+                self.stats["arrays_evicted"] += len(self._arrays)
+                self._arrays.clear()
         return self._arrays.get_or_make(nbytes, make)
 
     def _ensure_slots(self, passes: int, data_bytes: int) -> None:

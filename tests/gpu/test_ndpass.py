@@ -366,13 +366,20 @@ def test_repeated_calls_build_nothing_new(gpu) -> None:
     assert not np.array_equal(first, second)
 
 
-def test_buffer_cache_is_bounded(gpu) -> None:
+def test_buffer_cache_is_bounded(gpu, monkeypatch) -> None:
     passes = NdPasses(gpu)
     line = Line(0, np.ones(3), Border(BorderMode.CLAMP))
     for n in range(1, ndpass.KEPT_ARRAYS + 4):
         correlate1d_chain(np.ones(n * 8, np.float32), [line], precision="f32", passes_engine=passes)
     assert len(passes._arrays) == ndpass.KEPT_ARRAYS
     assert passes.stats["arrays_evicted"] == 3
+    # A size beyond the byte budget drops the others first.
+    monkeypatch.setattr(ndpass, "KEPT_BYTES", 3 * 4096 * 4)
+    got = correlate1d_chain(
+        np.ones(4096, np.float32), [line], precision="f32", passes_engine=passes
+    )
+    np.testing.assert_allclose(got, 3.0)
+    assert len(passes._arrays) == 1 and passes.stats["arrays_evicted"] == 3 + ndpass.KEPT_ARRAYS
 
 
 def test_bad_arguments(gpu) -> None:
