@@ -372,9 +372,12 @@ class MainWindow(QMainWindow):
         frames = read.frame_count if read is not None else 1
         if self.frame_bar.show_for(read) and read is not None and read.notes:
             self.show_status(" ".join(read.notes), 20000)  # what the decoder left out
+        colour = self.compare.result_view.colour()  # the file's colour space, if converted
+        space = f", {colour.description or 'ICC profile'} shown as the screen's"
         self.image_label.setText(
             f"{name}  {w}×{h}×{channels} {image.dtype}"
             + (f", {frames} frames" if frames > 1 else "")
+            + (space if colour.managed else "")
         )
         self._invalidate()
 

@@ -153,6 +153,7 @@ def test_window_shows_a_p3_photo_converted_and_saves_its_own_pixels_and_profile(
         assert window.open_path(photo)
     view = window.compare.result_view
     assert view.colour().managed and "P3" in view.colour().description
+    assert "Display P3 shown as the screen's" in window.image_label.text()
     expected = _lcms_to_srgb(np.asarray(window.result.image), icc)
     qtbot.waitUntil(lambda: view.picture_size() == (64, 48), timeout=WAIT_MS)
     assert np.abs(_painted(view).astype(int) - expected).max() <= 2
