@@ -533,7 +533,7 @@ _LEGACY = {
     "TILED_FIXED": ("tiled", "pixel"),
     "TILED_TAP": ("tiled", "tap"),
     "LINE_FIXED": ("separable", "pass"),
-    "LINE_TAP": ("separable", "tap"),
+    "LINE_TAP": ("separable", "row_tap"),
     "LOWRANK_FIXED": ("lowrank", "pair"),
     "LOWRANK_TAP": ("lowrank", "tap"),
     "LOWRANK_SUM": ("lowrank", "sum"),

@@ -201,16 +201,19 @@ def buffer_variant(p: PassSpec) -> PassSpec | None:
     return replace(variant, template=variant.template + kept, bytes_modelled=p.bytes_modelled)
 
 
-def line_features(lengths: tuple[int, ...], pixels: int) -> dict[str, float]:
+def line_features(
+    lengths: tuple[int, ...], pixels: int, *, vertical: tuple[bool, ...] | None = None
+) -> dict[str, float]:
     """Cost features of 1-D passes of these tap counts over ``pixels`` outputs each: a pass's
-    reads and store (``pass``), the taps of unrolled passes (``tap``: multiply-adds on
-    registers) and of looped ones (``looped_tap``: past BAKED_TAPS each output reads its taps
-    from the texture and the weights buffer, one output per invocation)."""
-    baked = sum(n for n in lengths if n <= BAKED_TAPS)
-    looped = sum(n for n in lengths if n > BAKED_TAPS)
-    return {
-        "pass": len(lengths) * pixels,
-        "tap": baked * pixels,
-        "looped_tap": looped * pixels,
-        "dispatch": len(lengths),
-    }
+    reads and store (``pass``), the taps of unrolled passes (``row_tap``, ``col_tap``:
+    multiply-adds on registers) and of looped ones (``row_looped_tap``, ``col_looped_tap``:
+    past BAKED_TAPS each output reads its taps from the texture and the weights buffer, one
+    output per invocation). ``vertical`` says which passes run down columns (default: the
+    last of two, separable's); their strided reads cost what they cost on each adapter."""
+    vertical = vertical or tuple(i == 1 for i in range(len(lengths)))
+    out = {"pass": len(lengths) * pixels, "dispatch": len(lengths)}
+    for axis in ("row", "col"):
+        mine = [n for n, v in zip(lengths, vertical, strict=True) if v == (axis == "col")]
+        out[f"{axis}_tap"] = sum(n for n in mine if n <= BAKED_TAPS) * pixels
+        out[f"{axis}_looped_tap"] = sum(n for n in mine if n > BAKED_TAPS) * pixels
+    return out

@@ -78,8 +78,8 @@ class LowRankStrategy(Strategy):
         lines = line_features((cols, rows), pixels)
         features = {
             "pair": k * pixels,
-            "tap": k * lines["tap"],
-            "looped_tap": k * lines["looped_tap"],
+            "tap": k * (lines["row_tap"] + lines["col_tap"]),
+            "looped_tap": k * (lines["row_looped_tap"] + lines["col_looped_tap"]),
             "sum": (k - 1) * pixels,
             "dispatch": 2 * k,
         }

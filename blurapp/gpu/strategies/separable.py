@@ -18,14 +18,13 @@ class SeparableStrategy(Strategy):
     # a copy (2.1 direct taps) and then almost nothing per unrolled tap. Past 65 taps a pass
     # loops over its weights; 0.3 a tap is the built-in guess, which calibration replaces.
     builtin: ClassVar[Mapping[str, float]] = {
-        "pass": 2.1,
-        "tap": 0.075,
-        "looped_tap": 0.3,
-        "dispatch": 0.0,
-    }
+        "pass": 2.1, "row_tap": 0.075, "col_tap": 0.075, "row_looped_tap": 0.3,
+        "col_looped_tap": 0.3, "dispatch": 0.0,
+    }  # fmt: skip
     calibration = (
         (1024, 1024, "gaussian:sigma=1"), (1024, 1024, "gaussian:sigma=7"),
         (512, 512, "gaussian:sigma=20"), (128, 128, "box:3"), (1024, 512, "box:31x1"),
+        (512, 1024, "box:1x31"),
     )  # fmt: skip
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
@@ -46,6 +45,11 @@ class SeparableStrategy(Strategy):
             n = max(rows, cols)
             block = line_block(n)
             reads = (block + n - 1) / block
+            if block == 1:
+                return (
+                    f"1-D {ctx.size} kernel: separable's one looped pass reads its {n} taps per "
+                    "pixel, one 1-D pass instead of direct's 2-D one"
+                )
             return (
                 f"1-D {ctx.size} kernel: separable's pass reads {reads:.2f} texels per pixel "
                 f"(a run of {block} outputs shares its loads) instead of direct's {ctx.taps}"

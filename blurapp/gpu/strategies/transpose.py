@@ -21,15 +21,11 @@ class TransposeStrategy(Strategy):
     name = "transpose"
     # Two 1-D passes as separable's, and two copies at about a pass's cost each.
     builtin: ClassVar[Mapping[str, float]] = {
-        "pass": 2.1,
-        "tap": 0.075,
-        "looped_tap": 0.3,
-        "copy": 2.1,
-        "dispatch": 0.0,
-    }
+        "pass": 2.1, "row_tap": 0.075, "row_looped_tap": 0.3, "copy": 2.1, "dispatch": 0.0,
+    }  # fmt: skip
     calibration = (
         (1024, 1024, "gaussian:sigma=1"), (1024, 1024, "gaussian:sigma=7"),
-        (512, 512, "gaussian:sigma=20"), (128, 128, "box:3"),
+        (512, 512, "gaussian:sigma=20"), (128, 128, "box:3"), (512, 1024, "box:1x31"),
     )  # fmt: skip
 
     def passes(self, kernel, border_mode, constant, size, limits, tile=None, channels=4):
@@ -46,7 +42,8 @@ class TransposeStrategy(Strategy):
     def estimate(self, kernel, limits, size, tolerance=None):
         rows, cols = kernel.shape
         pixels = size[0] * size[1]
-        features = line_features((cols, rows), pixels)
+        # Both 1-D passes run along rows (the second on the transposed image).
+        features = line_features((cols, rows), pixels, vertical=(False, False))
         features["copy"] = 2 * pixels
         features["dispatch"] += 2
         return Estimate(features)
