@@ -232,7 +232,7 @@ def _line_dispatch(
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
-    if taps > MAX_UNROLLED_TAPS[precision] or outer * n * inner < SMALL:
+    if taps > MAX_UNROLLED_TAPS[precision] or outer * n * inner < _small():
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     width = 2 if df else 4
     vec = width if inner % width == 0 else 1
@@ -314,6 +314,14 @@ def _per_axis_vec(values: Sequence[int]) -> bytes:
 #: kernels of new sizes (scipy's test suite) do not compile one pipeline each (a second or
 #: more on lavapipe); their speed matters little at that size.
 SMALL = 1 << 15
+_forced = threading.local()  # .small: the start-up check's threshold, for its own thread
+
+
+def _small() -> int:
+    """The array size below which the looped shaders run (SMALL, unless the start-up check,
+    which runs both shader families, forces it on its own thread)."""
+    return getattr(_forced, "small", SMALL)
+
 
 #: The longest kernel row (along the last axis) nd_taps unrolls; longer rows run in pieces
 #: (df64's taps are ~20 operations each: a longer row compiles for seconds on lavapipe).
@@ -737,21 +745,39 @@ def _run_check(passes: NdPasses, two_prod: str) -> tuple[str | None, bool]:
 
 
 def _end_to_end(passes: NdPasses, two_prod: str) -> str | None:
-    """A derivative and a smoothing chain on large-offset data through the real df64 shaders,
-    against the float64 reference within the 1e-12 goal; what failed, or None."""
+    """A chain (a derivative, then 6 random taps) and an n-D correlation on 1e8-offset data through
+    the real df64 shaders, the unrolled and the looped ones, against the float64 reference
+    within the 1e-12 goal; what failed, or None."""
     rng = np.random.default_rng(7)
-    x = 1e8 + rng.normal(size=(7, 33))
+    x = 1e8 + rng.normal(size=(7, 36))
     lines = [
         Line(1, np.array([-0.5, 0.0, 0.5]), Border(BorderMode.REFLECT)),
-        Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.MIRROR)),
-        Line(1, rng.normal(size=6), Border(BorderMode.CONSTANT), origin=1, cval=1e8 + 0.5),
+        Line(0, rng.normal(size=6), Border(BorderMode.CONSTANT), origin=1, cval=1e8 + 0.5),
     ]
-    got = _chain_gpu(passes, x, lines, "df64", two_prod)
     want = ndreference.correlate1d_chain(x, lines)
     bound = 1e-12 * math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * 1e8
-    err = float(np.max(np.abs(got - want)))
-    if not err <= bound:
-        return f"a df64 chain on the adapter is off by {err:.3g} (allowed {bound:.3g})"
+    w = rng.normal(size=(3, 4))
+    w[1, 2] = 0.0
+    borders = (Border(BorderMode.WRAP), Border(BorderMode.CLAMP))
+    want_nd = ndreference.correlate_nd(x, w, borders, (1, -1))
+    bound_nd = 1e-12 * float(np.abs(w).sum()) * 1e8
+    for small, family in ((0, "unrolled"), (1 << 62, "looped")):
+        _forced.small = small
+        try:
+            got = _chain_gpu(passes, x, lines, "df64", two_prod)
+            got_nd = _nd_gpu(passes, x, w, borders, nd_centres(w.shape, (1, -1)), 0.0, "df64",
+                             two_prod)  # fmt: skip
+        finally:
+            del _forced.small
+        err = float(np.max(np.abs(got - want)))
+        if not err <= bound:
+            return f"a df64 chain ({family} shaders) is off by {err:.3g} (allowed {bound:.3g})"
+        err = float(np.max(np.abs(got_nd - want_nd)))
+        if not err <= bound_nd:
+            return (
+                f"a df64 n-D correlation ({family} shaders) is off by {err:.3g} "
+                f"(allowed {bound_nd:.3g})"
+            )
     return None
 
 
@@ -1093,7 +1119,7 @@ def _nd_gpu(
 
     def run(piece: np.ndarray) -> np.ndarray:
         data = _split(piece, x_exp) if df else piece
-        if piece.size < SMALL:
+        if piece.size < _small():
             d = _taps_loop_dispatch(piece.shape, kept, centres, modes, const_pair, precision,
                                     two_prod)  # fmt: skip
             if df:
