@@ -133,6 +133,9 @@ def format_kernel_report(report: dict[str, Any]) -> str:
         tile = f" (tile {plan['tile']})" if plan["tile"] else ""
         lines.append(f"plan     {plan['strategy']}{tile}: {plan['reason']}")
         if plan.get("predicted_ms"):
-            times = ", ".join(f"{n} {ms:.3g} ms" for n, ms in plan["predicted_ms"].items())
+            times = ", ".join(
+                f"{n} {ms:.3g} ms" if ms < 1000 else f"{n} {ms:,.0f} ms"
+                for n, ms in plan["predicted_ms"].items()
+            )
             lines.append(f"         predicted per megapixel ({plan['table']} costs): {times}")
     return "\n".join(lines)
