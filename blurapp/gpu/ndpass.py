@@ -926,7 +926,7 @@ def _chain_gpu(
         finite_cvals = [c for c in cvals if math.isfinite(c)]
         x_exp = _pow2_exponent(max([finite_max(x), *finite_cvals]))
         w_exps = [_pow2_exponent(finite_max(ln.weights)) for ln in lines]
-    if x.size * elem <= engine.max_binding:
+    if x.size <= _slab_elements(engine, elem):
         data = _split(x, x_exp) if df else x
         dispatches = []
         exp_in = x_exp
@@ -945,6 +945,12 @@ def _chain_gpu(
             x_exp = _pow2_exponent(max([finite_max(out), *[c for c in extra if math.isfinite(c)]]))
         out = _line_in_slabs(engine, out, ln, precision, two_prod, x_exp, w_exp)
     return out
+
+
+def _slab_elements(engine: NdPasses, elem: int) -> int:
+    """Elements one dispatch may bind: the binding limit in whole vec4s (the buffers are
+    rounded up to 16 bytes)."""
+    return (engine.max_binding // 16 * 16) // elem
 
 
 def _line_of(
@@ -973,7 +979,7 @@ def _line_in_slabs(
     """One pass over slabs of the (outer, n, inner) view that fit one binding each."""
     elem = _elem_bytes(precision)
     df = precision == "df64"
-    limit = engine.max_binding // elem  # elements per slab
+    limit = _slab_elements(engine, elem)
     outer, n, inner = _shape3(x.shape, ln.axis)
     x3 = x.reshape(outer, n, inner)
     out = np.empty(x3.shape, dtype=x.dtype)
@@ -1115,7 +1121,7 @@ def _nd_gpu(
     pieces = [
         (kept[..., k : k + step], (*centres[:-1], centres[-1] - k)) for k in range(0, kw, step)
     ]
-    limit = engine.max_binding // elem
+    limit = _slab_elements(engine, elem)
 
     def run(piece: np.ndarray) -> np.ndarray:
         data = _split(piece, x_exp) if df else piece

@@ -429,3 +429,17 @@ def test_correlate_nd_rows_longer_than_one_piece(engine, df64_ok, shaders, preci
                            passes_engine=engine)  # fmt: skip
         scale = float(np.abs(w).sum()) * max(float(np.abs(x).max()), CVAL)
         assert _rel_err(got, want, scale) < bound, (shape, wshape)
+
+
+def test_binding_limit_not_a_multiple_of_16(gpu) -> None:
+    """Buffers are whole vec4s: an array of exactly the limit's bytes, the limit not a multiple
+    of 16, runs in slabs instead of binding more than the device allows."""
+    passes = NdPasses(gpu, max_binding=4100)
+    x = np.random.default_rng(4).normal(size=(5, 205)).astype(np.float32)  # 4100 bytes
+    line = Line(1, np.array([1.0, -2.0, 0.5]), Border(BorderMode.MIRROR))
+    got = correlate1d_chain(x, [line], precision="f32", passes_engine=passes)
+    np.testing.assert_allclose(got, ndreference.correlate1d(x, line), rtol=0, atol=1e-5)
+    got = correlate_nd(x, np.ones((3, 3)), Border(BorderMode.WRAP), precision="f32",
+                       passes_engine=passes)  # fmt: skip
+    want = ndreference.correlate_nd(x, np.ones((3, 3)), Border(BorderMode.WRAP))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
