@@ -388,7 +388,7 @@ def _shown(prepared: pipeline.Prepared, y: np.ndarray, source: np.ndarray | None
     p = prepared
     # For a crop of the image, invisible pixels take their colour from the crop.
     src = p.source if source is None else source
-    p = pipeline.Prepared(p.spec, src, p.x, p.storage, p.out_dtype, None, p.output, None)
+    p = pipeline.Prepared(p.spec, src, p.x, p.storage, p.out_dtype, None, p.output, None, p.curves)
     filtered = pipeline.Filtered(p, y, False, Timing((), "wall", 0, 0.0), p.spec.strategy, "")
     return to_qimage(pipeline.finish(filtered))
 
@@ -449,6 +449,8 @@ def run_strategies(
     report: Report,
     image_key: Hashable | None = None,
     window: Window | None = None,
+    *,
+    curves: ChannelCurves | None = None,
 ) -> StrategiesResult:
     """Run every strategy on ``window`` of ``image`` (default: the whole image) with ``spec``'s
     other settings; compare each with the float64 reference on the same pixels.
@@ -487,7 +489,7 @@ def run_strategies(
         for i, t in enumerate(tiles):
             check()
             padded, (oy, ox) = gather(image, grid, t, border)
-            x = pipeline.prepare(padded, cpu_spec).x
+            x = pipeline.prepare(padded, cpu_spec, curves=curves).x
             args = (x, kernel, border, name, tile if name == "tiled" else None)
             y, timing, _ran, _why = engine.filter_float(*args)
             if timing.first_run and first is None:  # it compiled: time a warm run instead
@@ -520,7 +522,7 @@ def run_strategies(
 
     reference, ref_timing, _ = run_one("cpu", lambda f: None)
     crop = image[ry0:ry1, rx0:rx1]
-    prepared = pipeline.prepare(crop, cpu_spec)
+    prepared = pipeline.prepare(crop, cpu_spec, curves=curves)
     for step, name in enumerate(COMPARED_STRATEGIES):
         check()
         reason = engine.why_not(name, kernel)
@@ -620,6 +622,8 @@ def run_borders(
     reference_mode: str,
     check: Check,
     report: Report,
+    *,
+    curves: ChannelCurves | None = None,
 ) -> BordersResult:
     """Filter a corner crop with each of the five border modes and diff them against one,
     with ``spec``'s kernel, strategy and pixel settings (its own border is the one compared).
@@ -641,7 +645,7 @@ def run_borders(
         stored = bordered_crop(image if image.ndim == 3 else image[:, :, None], kernel,
                                Border.parse("clamp") if border.mode is BorderMode.CONSTANT
                                else border, window)  # fmt: skip
-        prepared_mode = pipeline.prepare(stored, cpu_spec)
+        prepared_mode = pipeline.prepare(stored, cpu_spec, curves=curves)
         padded = prepared_mode.x
         if border.mode is BorderMode.CONSTANT:
             ridx, _ = halo_indices(y0, y0 + h, image.shape[0], ar, rows - 1 - ar, border,

@@ -632,6 +632,8 @@ class MainWindow(QMainWindow):
         image, key, spec = self.model.image, self.model.image_key, self.model.spec
         if image is None:
             return
+        data = self.model.image_data  # --linear decodes with the file's ICC transfer curve
+        curves = linear_curves(spec, data.icc_profile if data is not None else None)
         tab = self.compare.currentIndex()
         if tab == STRATEGIES_TAB and self._strategies_dirty:
             self._strategies_dirty = False
@@ -644,7 +646,9 @@ class MainWindow(QMainWindow):
             view.start(window, image.shape)
             self.runner.submit(
                 "strategies",
-                lambda check, report: run_strategies(image, spec, check, report, key, window),
+                lambda check, report: run_strategies(
+                    image, spec, check, report, key, window, curves=curves
+                ),
                 delay_ms=COMPARE_DEBOUNCE_MS,
             )
         if tab == BORDERS_TAB and self._borders_dirty:
@@ -658,7 +662,9 @@ class MainWindow(QMainWindow):
             view.start()
             self.runner.submit(
                 "borders",
-                lambda check, report: run_borders(image, spec, corner, crop, ref, check, report),
+                lambda check, report: run_borders(
+                    image, spec, corner, crop, ref, check, report, curves=curves
+                ),
                 delay_ms=COMPARE_DEBOUNCE_MS,
             )
 

@@ -198,3 +198,26 @@ def test_window_linear_light_follows_the_files_curve_as_apply_does(
     applied = tmp_path / "applied.png"
     assert main(["apply", str(photo), "-o", str(applied), *spec.to_argv()]) == 0
     np.testing.assert_array_equal(read_image(out).pixels, read_image(applied).pixels)
+
+
+def test_the_comparison_views_decode_with_the_files_curve(qtbot) -> None:
+    """run_strategies' reference pane (and so every pane's error) and run_borders' panes take
+    the same curves as the main result: the cpu pane equals filter_pixels with them."""
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.io.icc import profile_curves
+    from blurapp.pipeline import filter_pixels
+    from blurapp.ui.jobs import run_borders, run_strategies
+
+    curves = profile_curves(_profile("AdobeRgb"))
+    pixels = np.zeros((24, 30, 3), np.uint8)
+    pixels[:, 15:] = 40
+    spec = FilterSpec.create("box:5", "mirror", "cpu", linear=True)
+    expected = filter_pixels(pixels, spec, curves=curves).image
+    assert np.abs(filter_pixels(pixels, spec).image.astype(int) - expected).max() >= 2
+    found = run_strategies(pixels, spec, lambda: None, lambda _: None, curves=curves)
+    cpu = next(r for r in found.runs if r.strategy == "cpu")
+    np.testing.assert_array_equal(_array(cpu.qimage), expected)
+    borders = run_borders(pixels, spec, "top-left", 64, "mirror", lambda: None, lambda _: None,
+                          curves=curves)  # fmt: skip
+    mirror = next(p for p in borders.panes if p.mode == "mirror")  # the crop is the image
+    np.testing.assert_array_equal(_array(mirror.qimage), expected)
