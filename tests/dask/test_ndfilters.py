@@ -131,3 +131,15 @@ def test_runs_without_scipy():
         "assert 'scipy' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("name", bdf.__all__)
+def test_signature_is_dask_images(name):
+    import inspect
+
+    theirs = inspect.signature(getattr(dif, name)).parameters.values()
+    ours = inspect.signature(getattr(bdf, name)).parameters
+    assert [(p.name, p.kind, p.default) for p in theirs] == [
+        (p.name, p.kind, p.default) for p in ours.values() if p.name != "strategy"
+    ]
+    assert ours["strategy"].kind is inspect.Parameter.KEYWORD_ONLY

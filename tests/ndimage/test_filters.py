@@ -459,3 +459,19 @@ def test_strategy_runs_the_engine_and_agrees():
                sn.correlate(x, np.ones((3, 4)), mode="wrap"), s)  # fmt: skip
     with pytest.raises(ValueError, match="unknown strategy"):
         bn.correlate(x, np.ones((2, 2)), strategy="magic")
+
+
+@pytest.mark.parametrize("name", bn.__all__)
+def test_signature_is_scipys(name):
+    """Every parameter's name, kind and default as scipy's; ``strategy`` is ours, keyword-only
+    with None (the default GPU passes), where the function takes it."""
+    import inspect
+
+    theirs = inspect.signature(getattr(sn, name)).parameters.values()
+    ours = inspect.signature(getattr(bn, name)).parameters
+    assert [(p.name, p.kind, p.default) for p in theirs] == [
+        (p.name, p.kind, p.default) for p in ours.values() if p.name != "strategy"
+    ]
+    if "strategy" in ours:
+        assert ours["strategy"].kind is inspect.Parameter.KEYWORD_ONLY
+        assert ours["strategy"].default is None
