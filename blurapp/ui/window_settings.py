@@ -71,7 +71,7 @@ class SettingsReader:
 
     def _typed(self, key: str, what: str, convert: Callable[[object], object]) -> object:
         value = self.raw(key)
-        if value is None:
+        if value is None or value == "":  # "key=" in a file written by hand: not set
             return None
         try:
             return convert(value)

@@ -107,7 +107,7 @@ def test_junk_of_any_qvariant_type_in_every_key_is_the_default_and_one_warning(
                                                     window.files.recent.paths())  # fmt: skip
     assert "Settings: setting" in window.statusBar().currentMessage()
     # and the window works: it filters, and what it stores next is read back without a word
-    with qtbot.waitSignal(window.result_ready, timeout=30000):
+    with qtbot.waitSignal(window.result_ready, timeout=120000):  # a 2-core CPU under load
         window.set_image(np.zeros((8, 9, 3), np.uint8))
     window.close()
     window, warned = _start(qtbot, settings, caplog)
