@@ -193,4 +193,10 @@ def test_readable_numbers_in_messages() -> None:
     assert "1e+300" in str(caught.value) and len(str(caught.value)) < 120
     with pytest.raises(KernelSpecError) as caught:
         blurapp.core.kernel.Kernel.parse("box:99999999999999999999999999999999999999x3")
-    assert "1e+38x3 kernel" in str(caught.value)
+    assert str(caught.value).startswith("box:1e+38x3 needs a 1e+38x3 kernel")
+    from blurapp.core.errors import readable_text
+
+    # only whole numbers of more than 15 digits; decimals and exponents as they are
+    assert readable_text("w 0.12345678901234567890 x 1234567890123456 n 1.5e+300") == (
+        "w 0.12345678901234567890 x 1.23457e+15 n 1.5e+300"
+    )

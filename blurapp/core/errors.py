@@ -28,6 +28,15 @@ def readable(x: float) -> str:
         return f"about {'-' if x < 0 else ''}1e+{digits - 1}"
 
 
+_LONG_WHOLE = re.compile(r"(?<![\d.])\d{16,}(?![\d.])")
+
+
+def readable_text(text: str) -> str:
+    """``text`` with every whole number of more than 15 digits written :func:`readable`
+    (a spec echoed back with ``box:99999999999999999999x3`` in it: ``box:1e+20x3``)."""
+    return _LONG_WHOLE.sub(lambda m: readable(int(m.group())), text)
+
+
 class BlurappError(Exception):
     """A problem the user can act on. ``str(err)`` is the one line shown to them.
 

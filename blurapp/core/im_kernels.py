@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from blurapp.core.errors import KernelSpecError, readable
+from blurapp.core.errors import KernelSpecError, readable, readable_text
 from blurapp.core.kernel_families import MAX_KERNEL_SIDE, format_number
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
 def _err(message: str) -> KernelSpecError:
-    return KernelSpecError(" ".join(f"im: {message}".split("\n")))
+    return KernelSpecError(readable_text(" ".join(f"im: {message}".split("\n"))))
 
 
 def _q(text: str, limit: int = 60) -> str:

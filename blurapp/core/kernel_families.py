@@ -20,7 +20,7 @@ from typing import Literal
 
 import numpy as np
 
-from blurapp.core.errors import KernelSpecError, readable
+from blurapp.core.errors import KernelSpecError, readable, readable_text
 
 #: Largest number of taps per side any spec may ask for (see blurapp.core.kernel's docstring).
 MAX_KERNEL_SIDE = 513
@@ -52,7 +52,7 @@ def format_number(x: float) -> str:
 
 def _err(message: str) -> KernelSpecError:
     # One line whatever the user typed: values are shown through repr, which escapes newlines.
-    return KernelSpecError(" ".join(message.split("\n")))
+    return KernelSpecError(readable_text(" ".join(message.split("\n"))))
 
 
 def _q(text: str, limit: int = 60) -> str:
