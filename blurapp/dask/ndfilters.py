@@ -14,7 +14,7 @@ Example:
     >>> from blurapp.dask import ndfilters
     >>> image = da.from_array(np.arange(36.0).reshape(6, 6), chunks=3)
     >>> ndfilters.uniform_filter(image, 3).compute()[1, :3]
-    array([ 6.33333333,  7.        ,  8.        ])
+    array([6.33333333, 7.        , 8.        ])
 """
 
 from __future__ import annotations

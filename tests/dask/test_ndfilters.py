@@ -143,3 +143,11 @@ def test_signature_is_dask_images(name):
         (p.name, p.kind, p.default) for p in ours.values() if p.name != "strategy"
     ]
     assert ours["strategy"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_docstring_example():
+    import doctest
+
+    result = doctest.testmod(bdf)
+    assert result.attempted > 0
+    assert result.failed == 0
