@@ -489,3 +489,19 @@ def test_docstring_examples():
     assert result.failed == 0
     x = np.arange(50, step=2).reshape((5, 5))
     np.testing.assert_array_equal(bn.gaussian_filter(x, sigma=1), sn.gaussian_filter(x, sigma=1))
+
+
+def test_multiple_modes_equal_the_1d_passes_in_turn():
+    """The linear part of scipy's test_multiple_modes_sequentially (whose last part needs
+    maximum_filter1d): a per-axis mode sequence equals the 1-D filters one after another.
+    Equal to double-float's last bits, not bit for bit: the chain keeps its pairs between
+    passes, the 1-D calls round each pass to float64."""
+    arr = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    modes = ["reflect", "wrap"]
+    expected = bn.gaussian_filter1d(arr, 1, axis=0, mode=modes[0])
+    expected = bn.gaussian_filter1d(expected, 1, axis=1, mode=modes[1])
+    np.testing.assert_allclose(bn.gaussian_filter(arr, 1, mode=modes), expected, atol=1e-14)
+    expected = bn.uniform_filter1d(arr, 5, axis=0, mode=modes[0])
+    expected = bn.uniform_filter1d(expected, 5, axis=1, mode=modes[1])
+    np.testing.assert_allclose(bn.uniform_filter(arr, 5, mode=modes), expected, atol=1e-14)
+    np.testing.assert_allclose(expected, sn.uniform_filter(arr, 5, mode=modes), atol=1e-14)

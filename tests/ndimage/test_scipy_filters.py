@@ -113,7 +113,8 @@ NOT_APPLICABLE: dict[str, str] = {
     "test_valid_origins1": _GENERIC,
     "test_multiple_modes_sequentially": (
         "compares gaussian_filter1d, uniform_filter1d and maximum_filter1d chains; the last is "
-        "not in blurapp.ndimage (tests/ndimage/test_filters.py runs the linear part)"
+        "not in blurapp.ndimage (tests/ndimage/test_filters.py's "
+        "test_multiple_modes_equal_the_1d_passes_in_turn runs the linear part)"
     ),
 }
 
