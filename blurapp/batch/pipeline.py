@@ -39,6 +39,7 @@ from blurapp.io import (
     write_image,
 )
 from blurapp.io.bands import open_png_source, png_sink
+from blurapp.io.codecs import get_codec
 from blurapp.io.icc import profile_curves
 from blurapp.io.tiffstream import TIFF_TILE, open_tiff_source, tiff_sink
 from blurapp.memory import MEMORY_SHARE, available_memory
@@ -427,6 +428,8 @@ def process_file(
         # which lowers the peak memory of a large image by its own size.
         filtered = with_pixels(image, result.image)
     del image
+    for text in get_codec(fmt).losses(filtered) if note is not None else ():
+        note(f"{output.name}: {text}")
     _write(output, fmt, filtered, encode)
     return result
 
@@ -818,6 +821,9 @@ def run_pipeline(
                         pixels = item.image
                     else:
                         pixels = with_pixels(item.image, done.image)
+                    losses = get_codec(item.job.format).losses(pixels)
+                    name = item.job.output.name
+                    item.record.notes = (*item.record.notes, *(f"{name}: {t}" for t in losses))
                     _write(item.job.output, item.job.format, pixels, encode)
                 timing = done.timing
                 rec = item.record

@@ -628,3 +628,22 @@ def test_batch_filters_heic_and_avif_as_their_decoders_give_them(capsys, tmp_pat
     assert code == 0, err  # each in its own format
     assert sorted(p.name for p in (tmp_path / "same").iterdir()) == ["IMG_0002.heic", "deep.avif"]
     assert read_image(tmp_path / "same" / "deep.avif").pixels.dtype == np.uint16
+
+
+def test_a_16_bit_avif_says_what_it_cannot_carry(capsys, tmp_path) -> None:
+    src = tmp_path / "deep.tif"
+    tifffile.imwrite(src, photo(20, 30).astype(np.uint16) * 257, photometric="rgb",
+                     iccprofile=srgb_icc())  # fmt: skip
+    code, err = run(capsys, "apply", src, "-o", tmp_path / "o.avif", "-k", "box:3",
+                    "--strategy", "cpu")  # fmt: skip
+    assert code == 0, err
+    (note,) = [line for line in err.splitlines() if line.startswith("blurapp: note: ")]
+    assert "o.avif: a 16-bit AVIF is written without the ICC profile" in note
+    assert read_image(tmp_path / "o.avif").pixels.dtype == np.uint16
+    code, err = run(capsys, "batch", src, "-o", tmp_path / "out", "-k", "box:3", "--strategy",
+                    "cpu", "--quiet", "--format", "avif")  # fmt: skip
+    assert code == 0 and "deep.avif: a 16-bit AVIF is written without the ICC profile" in err
+    code, err = run(capsys, "apply", src, "-o", tmp_path / "o.heic", "-k", "box:3",
+                    "--strategy", "cpu")  # fmt: skip
+    assert code == 0 and "note" not in err  # HEIF keeps it
+    assert read_image(tmp_path / "o.heic").icc_profile == srgb_icc()

@@ -99,6 +99,16 @@ class AvifCodec(PillowCodec):
             "subsampling": "4:4:4" if options.quality >= 90 else "4:2:0",
         }
 
+    def losses(self, data: ImageData) -> tuple[str, ...]:
+        kept = [name for name, value in (("ICC profile", data.icc_profile), ("EXIF", data.exif),
+                                         ("XMP", data.xmp)) if value]  # fmt: skip
+        if data.pixels.dtype != np.uint16 or not kept:
+            return ()
+        return (
+            f"a 16-bit AVIF is written without the {' and '.join(kept)} (imagecodecs' libavif "
+            "writes pixels only); write 16-bit PNG, TIFF or HEIF to keep them",
+        )
+
     def encode(self, fh: IO[bytes], data: ImageData, options: WriteOptions) -> None:
         if data.pixels.dtype != np.uint16:
             super().encode(

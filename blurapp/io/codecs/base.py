@@ -224,6 +224,11 @@ class Codec:
             return np.repeat(pixels[:, :, :1], 3, axis=2)
         return pixels
 
+    def losses(self, data: ImageData) -> tuple[str, ...]:
+        """What writing ``data`` in this format leaves out of what it holds (metadata a writer
+        cannot carry), one line each, for the command to say: nothing is dropped silently."""
+        return ()
+
     def encode(self, fh: IO[bytes], data: ImageData, options: WriteOptions) -> None:
         """Write ``data`` (its pixels already of :meth:`output_dtype` and :meth:`fit_channels`)
         into the open file ``fh``."""
