@@ -53,7 +53,9 @@ PY = sys.executable
 HERE = Path(__file__).resolve()
 QT_NOISE = re.compile(
     r"propagateSizeHints|QStandardPaths|This plugin does not support|^\s*$|XDG_RUNTIME_DIR"
+    r"|^QVariant::load: unknown user type"  # Qt reading a settings file's bad @Variant
 )
+SETTING_WARNING = re.compile(r"^setting (\S+) ignored \(")
 DESTINATIONS = (
     "photo.png", "hard.png", "soft.png", "other.png", "x.png", "fifo.png", "/dev/null",
     "missing/out.png", "ro/out.png", "L" * 260 + ".png", "noext", "out.unknown", "k.json",
@@ -162,7 +164,8 @@ def overwrite_cases() -> list[Case]:
             for trick in ("", "replaced", "deleted"):
                 if source == "sample" and trick:
                     continue
-                allowed = (source,) if answer == "overwrite" and not trick else ()
+                # the case itself replaces or deletes the source ("trick"), after opening it
+                allowed = (source,) if (answer == "overwrite" or trick) else ()
                 cases.append(Case(
                     f"overwrite:{source}:{answer}:{trick or 'plain'}",
                     {"kind": "overwrite", "source": source, "answer": answer, "trick": trick},
@@ -253,6 +256,12 @@ def judge(case: Case, d: Path, before: dict[str, str], rc, out: str, err: str) -
     if rc is None:
         return ["hung (killed after the time limit)"]
     noise = [line for line in err.splitlines() if not QT_NOISE.search(line)]
+    # A setting ignored is said once, on stderr (the logging module's) and in the status bar:
+    # the promise is one warning per key, not silence.
+    warned = [m.group(1) for line in noise if (m := SETTING_WARNING.match(line))]
+    if len(warned) != len(set(warned)):
+        problems.append(f"a setting warned more than once: {sorted(warned)}")
+    noise = [line for line in noise if not SETTING_WARNING.match(line)]
     if rc != 0:
         problems.append(f"exit {rc}")
     if noise:
@@ -293,8 +302,10 @@ def run_case(case: Case, template: Path, work: Path) -> list[str]:
                "HOME": str(d)}  # fmt: skip
         env.setdefault("XDG_RUNTIME_DIR", "/tmp/blurapp-runtime-0")
         try:
+            plan = d.parent / "plan.json"  # a 513×513 matrix spec is too long for argv
+            plan.write_text(json.dumps(case.plan), encoding="utf-8")
             p = subprocess.run(
-                [PY, str(HERE), "--child", json.dumps(case.plan), "--dir", str(d)],
+                [PY, str(HERE), "--child", str(plan), "--dir", str(d)],
                 env=env, capture_output=True, timeout=case.timeout, cwd=d,
             )  # fmt: skip
             rc, out, err = (
@@ -322,7 +333,7 @@ def child(plan: dict, d: Path) -> int:
     from blurapp.ui.app import make_app
 
     make_app()
-    import blurapp
+    from blurapp import pipeline
     from blurapp.io import read_image
     from blurapp.ui import files as files_module
     from blurapp.ui.main_window import MainWindow
@@ -397,7 +408,7 @@ def child(plan: dict, d: Path) -> int:
             return
         fmt = files_module.format_from_path(path)
         dtype = files_module.file_dtype(window.model.spec, source.dtype, fmt)
-        want = blurapp.filter_image(source, window.model.spec, dtype=dtype).image
+        want = pipeline.filter_pixels(source, window.model.spec, dtype=dtype).image
         if fmt in ("jpg", "webp"):
             if np.abs(got.astype(int) - want.astype(int)).mean() > 8:
                 problems.append(f"{path.name}: pixels far from the filtered image")
@@ -594,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        return child(json.loads(args.child), Path(args.dir))
+        return child(json.loads(Path(args.child).read_text(encoding="utf-8")), Path(args.dir))
     cases = [c for c in all_cases(args.seed) if args.k in c.name]
     if args.list:
         print("\n".join(c.name for c in cases))
