@@ -341,6 +341,10 @@ def uniform_filter1d(
     if (size // 2 + origin < 0) or (size // 2 + origin >= size):
         raise ValueError(f"invalid origin {origin} for a filter of size {size}")
     mode = check_mode(mode)
+    try:
+        size = operator.index(size)
+    except TypeError:
+        raise TypeError(f"size must be an integer, got {size!r}") from None
     strategy = _strategy(strategy)
     if complex_output:
         _uniform1d_real(input.real, size, axis, output.real, mode, np.real(cval), origin, strategy)

@@ -410,6 +410,17 @@ def test_exceptions_are_scipys():
     _same_exception("laplace", x, mode="nope")
     _same_exception("correlate1d", np.zeros(3, dtype=object), [1])
     _same_exception("correlate", x + 0j, np.ones((2, 2)), output=np.zeros((4, 5)))
+    _same_exception("correlate1d", x, [1, 2, 3], axis=1.5)
+    _same_exception("correlate1d", x, [1, 2, 3], cval="a")
+    _same_exception("correlate", x, np.ones((3, 3)), origin=0.5)
+    _same_exception("correlate", x, np.ones((3, 3)), cval=[1, 2])
+    _same_exception("uniform_filter", x, 3, origin=0.5)
+    _same_exception("uniform_filter1d", x, 2.5)
+    _same_exception("gaussian_filter", x, "a")
+    _same_exception("sobel", x, axis=0.5)
+    _same_exception("laplace", x, cval=None)
+    _same_exception("correlate1d", x, [1, 2], output="U3")
+    _same_exception("correlate1d", x, [1, 2], mode=3)
     with pytest.raises(ValueError, match="unknown strategy"):
         bn.gaussian_filter(x, 1, strategy="nonsense")
 
