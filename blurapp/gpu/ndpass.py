@@ -16,11 +16,16 @@ Precision:
   float32's range (1e300, 1e-300) work too; the scale includes a CONSTANT border's finite
   cval, so the error is relative to max(|x|, |cval|) (a caller whose cval dwarfs the data runs
   the data with cval 0 and adds cval times the passes of zeros with cval 1, as
-  blurapp.ndimage does: the passes are linear). WGSL has no way to forbid a compiler from fusing
-  a*b+c or rewriting (a+b)-a, so :func:`df64_status` first proves on the adapter that the
-  arithmetic is exact; where it is not, the float64 path runs the float64 numpy reference
-  (:mod:`blurapp.core.ndreference`) instead and says so once (a RuntimeWarning naming the
-  adapter), never silently.
+  blurapp.ndimage does: the passes are linear). In a chain the bound holds per pass, against
+  what enters that pass: a derivative pass followed by constant-mode passes whose cval is as
+  large as the data (1e8) brings outputs of 1e8 back near the borders, where df64's 48 bits
+  give about 2e-6 absolute; measured against the product of the passes' sum|w| (a third
+  derivative's is 0.002) that is 5e-12 (float64 itself is off by 3e-13 there).
+
+  WGSL has no way to forbid a compiler from fusing a*b+c or rewriting (a+b)-a, so
+  :func:`df64_status` first proves on the adapter that the arithmetic is exact; where it is
+  not, the float64 path runs the float64 numpy reference (:mod:`blurapp.core.ndreference`)
+  instead and says so once (a RuntimeWarning naming the adapter), never silently.
 
 Arrays larger than the adapter's storage-buffer binding (128 MiB on lavapipe; the data is
 8 bytes an element in df64) run in slabs: a chain whose data does not fit runs pass by pass,
