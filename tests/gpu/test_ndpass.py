@@ -443,3 +443,26 @@ def test_binding_limit_not_a_multiple_of_16(gpu) -> None:
                        passes_engine=passes)  # fmt: skip
     want = ndreference.correlate_nd(x, np.ones((3, 3)), Border(BorderMode.WRAP))
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+
+
+def _gaussian(sigma: float, order: int) -> np.ndarray:
+    """scipy's gaussian_filter1d weights of that order, as correlation weights."""
+    from scipy.ndimage._filters import _gaussian_kernel1d
+
+    return _gaussian_kernel1d(sigma, order, int(4.0 * sigma + 0.5))[::-1].copy()
+
+
+@pytest.mark.parametrize("order", [0, 1, 2, 3])
+def test_df64_gaussian_derivative_chains_within_1e12(engine, df64_ok, shaders, order: int) -> None:
+    """scipy's gaussian_filter with a derivative order along axis 0 (sigma 4: 33 taps), 3
+    passes chained, on 1e8-offset data: within 1e-12 * prod(sum|w|) * max|x| of scipy."""
+    rng = np.random.default_rng(30 + order)
+    x = 1e8 + 10.0 * rng.normal(size=(20, 24, 28))
+    for border, mode in (MODES["reflect"], MODES["mirror"], MODES["wrap"]):
+        lines = [Line(a, _gaussian(4.0, order if a == 0 else 0), border) for a in range(3)]
+        want = x
+        for ln in lines:
+            want = ndi.correlate1d(want, ln.weights, ln.axis, mode=mode)
+        got = correlate1d_chain(x, lines, precision="df64", passes_engine=engine)
+        scale = math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * float(x.max())
+        assert _rel_err(got, want, scale) < 1e-12, mode
