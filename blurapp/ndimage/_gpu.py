@@ -35,9 +35,6 @@ MODES: dict[str, BorderMode] = {
     "grid-constant": BorderMode.CONSTANT,
 }
 
-#: The GPU strategies that compute every tap as it is (no SVD, no transform): the defaults.
-EXACT_STRATEGIES = ("direct", "tiled", "separable", "transpose")
-
 
 @dataclass(frozen=True)
 class Pass:
