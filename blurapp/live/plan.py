@@ -3,14 +3,15 @@ run (multiply-adds per second, learned from completed runs), the reduction of a 
 picture so that it is computed within :data:`FIRST_BUDGET_MS`, and tile sides so that each
 tile of the full-resolution result takes about :data:`TILE_BUDGET_MS`.
 
-The rate lives in one place, :meth:`Rates.rate`: it is what this module learns from the
-window's own runs (``Timing`` carries milliseconds and pixels) until the engine measures its
-adapter itself; :func:`engine_rate` is where that measurement is read.
+The rate lives in one place, :meth:`Rates.rate`: what this module learns from the window's
+own runs (``Timing`` carries milliseconds and pixels), and the engine's measurement of its
+adapter (:func:`engine_rate` is where that is read).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -52,22 +53,22 @@ def kind_of(strategy: str) -> str:
 
 
 def engine_rate(kind: str) -> float | None:
-    """The engine's own measurement of its adapter, multiply-adds per second, where it has
-    one (``None``: the rate learned here stands). The one place to switch over to it."""
+    """The engine's own measurement of its adapter (:func:`blurapp.gpu.engine.mac_rate`:
+    multiply-adds a second of a direct pass, from its runs or the calibrated cost table), in
+    this module's unit (one multiply-add per channel value: four per RGBA texel); ``None``
+    for the reference, or before the device exists (asking would create it on the caller's
+    thread: a first picture would wait seconds for it). The one place to switch over."""
     if kind != "gpu":
         return None
-    try:
-        from blurapp import engine
-    except ImportError:  # pragma: no cover - the engine always imports
-        return None
-    measured = getattr(engine, "measured_rate", None)
-    if measured is None:
+    device = sys.modules.get("blurapp.gpu.device")
+    engine = sys.modules.get("blurapp.gpu.engine")
+    if device is None or engine is None or getattr(device, "_context", None) is None:
         return None
     try:
-        value = measured()
-    except Exception:  # no adapter yet, or no measurement: ours stands
+        value = float(engine.mac_rate("direct"))
+    except Exception:  # no measurement it can give: ours stands
         return None
-    return float(value) if value and math.isfinite(value) and value > 0 else None
+    return 4.0 * value if math.isfinite(value) and value > 0 else None
 
 
 def taps_per_value(strategy: str, kernel: Kernel, factor: int = 1) -> float:
@@ -137,13 +138,16 @@ class Rates:
 
     # ------------------------------------------------------------------------ the rate
     def rate(self, kind: str) -> float:
-        """Multiply-adds per second of ``kind``: the engine's measurement where it has one,
-        else what this object learned."""
+        """Multiply-adds per second of ``kind``: before any run of the window's own, the
+        engine's measurement where it has one (else the start value); after, the slower of
+        the engine's (GPU time of its passes) and what this object learned (wall-clock time,
+        uploads and readbacks included: what a superseded request waits for)."""
         found = engine_rate(kind)
-        if found is not None:
-            return found
         with self._lock:
-            return self._rate[kind]
+            learned, runs = self._rate[kind], self._runs[kind]
+        if found is None:
+            return learned
+        return found if runs == 0 else min(found, learned)
 
     def runs(self, kind: str) -> int:
         with self._lock:

@@ -60,13 +60,27 @@ def test_learning_follows_measured_runs() -> None:
 
 
 def test_the_engines_measured_rate_is_used_where_it_has_one(monkeypatch) -> None:
-    from blurapp import engine
-
-    monkeypatch.setattr(engine, "measured_rate", lambda: 3.5e11, raising=False)
-    assert _rates(gpu=1e8).rate("gpu") == 3.5e11
-    assert _rates(cpu=1e9).rate("cpu") == 1e9  # the reference is ours to measure
-    monkeypatch.setattr(engine, "measured_rate", lambda: None, raising=False)
+    monkeypatch.setattr(plan, "engine_rate", lambda kind: 3.5e11 if kind == "gpu" else None)
+    rates = _rates(gpu=1e8)
+    assert rates.rate("gpu") == 3.5e11  # no run of ours yet: the engine's
+    assert rates.rate("cpu") == 1e9  # the reference is ours to measure
+    kernel = Kernel.parse("box:5")
+    rates.learn("direct", kernel, 512 * 512, plan.work("direct", kernel, 512 * 512) / 2e9 * 1e3)
+    assert rates.rate("gpu") < 3.5e11  # ours (wall clock, transfers included) is slower
+    monkeypatch.setattr(plan, "engine_rate", lambda kind: None)
     assert _rates(gpu=1e8).rate("gpu") == 1e8
+
+
+def test_engine_rate_reads_the_engine_without_creating_a_device(monkeypatch) -> None:
+    from blurapp.gpu import device
+    from blurapp.gpu import engine as gpu_engine
+
+    monkeypatch.setattr(gpu_engine, "mac_rate", lambda strategy="direct": 2.5e9)
+    monkeypatch.setattr(device, "_context", None)
+    assert plan.engine_rate("gpu") is None  # asking would create the device
+    monkeypatch.setattr(device, "_context", object())
+    assert plan.engine_rate("gpu") == 4 * 2.5e9  # per channel value: four per RGBA texel
+    assert plan.engine_rate("cpu") is None
 
 
 @pytest.mark.parametrize(
