@@ -207,6 +207,8 @@ def _band_plan(
         return None
     if os.environ.get(BANDS_ENV) == "0":  # switched off (benchmarks/batch_vs_peers.py compares)
         return None
+    if encode.frame is not None:  # --frame N: the frame reader says what there is
+        return None
     out_dtype = file_dtype(spec, info.dtype, fmt)
     side = min(encode.max_tile_side or BAND_TILE_SIDE, BAND_TILE_SIDE)
     side = max(side, 4 * max(spec.effective_kernel.shape))  # halos a small share of a tile

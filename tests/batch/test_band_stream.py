@@ -123,6 +123,8 @@ def test_only_png_into_png_streams_in_bands(tmp_path: Path) -> None:
     wrap = FilterSpec.create("box:3", "wrap", "cpu")  # the first rows' halo is the last rows
     assert stream_plan(png, info, "png", wrap, encode, bands=True) is None
     assert stream_plan(small, probe_image(small), "png", cpu, encode, bands=True) is None
+    framed = EncodeSettings(frame=0)  # --frame N goes to the frame reader, which checks N
+    assert stream_plan(png, info, "png", cpu, framed, bands=True) is None
     palette = tmp_path / "palette.png"
     assert stream_plan(palette, probe_image(palette), "png", cpu, encode, bands=True) is None
 
