@@ -275,7 +275,6 @@ class PngRowSource:
             raise ImageError(f"cannot read {self.path}: the file changed while being read")
         flags = _SPNG_DECODE_PROGRESSIVE
         self._check(lib.spng_decode_image(ctx, None, 0, _SPNG_FMT_PNG, flags))
-        self._next = 0  # the next row libspng gives
 
     def _check(self, code: int, *, last: bool = False) -> None:
         if code == 0 or (last and code == _SPNG_EOI):
