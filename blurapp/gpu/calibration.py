@@ -70,7 +70,7 @@ ENV = "BLURAPP_CALIBRATION"
 FORMAT = 1
 QUICK_BUDGET_S = 10.0  # the background calibration on an unknown adapter
 YIELD_S = 0.5  # a user's GPU run holds the background calibration off this long
-_PRIOR = 0.05  # weight of the pull towards the scaled built-in coefficients
+_PRIOR = 0.2  # weight of the pull towards the scaled built-in coefficients
 
 
 @dataclass
