@@ -5,10 +5,10 @@ Every registered strategy lists the ``(width, height, kernel)`` micro-runs that 
 features of its cost model (:attr:`blurapp.gpu.strategies.base.Strategy.calibration`: pixels,
 taps, passes, dispatches, fft's block sides...). :func:`calibrate` runs them on a
 :class:`~blurapp.gpu.engine.GpuFilter` of its own (the user's caches stay the user's), takes the
-fastest of a few runs of each, and fits the coefficients by non-negative least squares on the
-relative error, pulled gently towards the built-in coefficients scaled to this adapter so that
-a feature the runs barely move keeps a sensible value. The times are the whole run as a caller
-sees it (upload, passes, read-back), in nanoseconds: the table's unit.
+fastest of a few runs of each, and fits, by non-negative least squares on the relative error,
+one scale of the built-in coefficients per strategy and the few features a strategy names in
+``fitted`` (fixed costs of a run, long 1-D passes' looped taps). The times are the whole run
+as a caller sees it (upload, passes, read-back), in nanoseconds: the table's unit.
 
 The table is kept as JSON in ``platformdirs.user_cache_dir("blurapp")/calibration/``, one file
 per adapter, holding its key: adapter name, vendor, backend, driver, blurapp's version and a
@@ -70,7 +70,6 @@ ENV = "BLURAPP_CALIBRATION"
 FORMAT = 1
 QUICK_BUDGET_S = 10.0  # the background calibration on an unknown adapter
 YIELD_S = 0.5  # a user's GPU run holds the background calibration off this long
-_PRIOR = 0.2  # weight of the pull towards the scaled built-in coefficients
 
 
 @dataclass
@@ -269,37 +268,38 @@ def _fit(
     rows: list[tuple[Mapping[str, float], float]],
 ) -> tuple[dict[str, float], float]:
     """Coefficients (ns) of ``model``'s features fitted to ``(features, ns)`` rows, and the rms
-    relative error: non-negative least squares on t's relative error, each coefficient pulled
-    by :data:`_PRIOR` towards the built-in one times the adapter's scale (its median ratio)."""
-    names = sorted({f for feats, _ in rows for f in feats} | set(model.builtin))
-    a = np.array([[feats.get(f, 0.0) for f in names] for feats, _ in rows], dtype=np.float64)
+    relative error.
+
+    A few micro-runs timed on a shared machine cannot pin a coefficient per feature (one
+    calibration here put a 21×21 kernel's whole cost in its halo). So the built-in
+    coefficients keep their proportions and get one scale for this adapter, and only the
+    features the strategy names in ``fitted`` (a run's fixed costs, the looped taps of long 1-D
+    passes: what the built-in table does not know) get coefficients of their own;
+    non-negative least squares on the relative error.
+    """
+    free = [f for f in getattr(model, "fitted", ()) if any(feats.get(f) for feats, _ in rows)]
+    shaped = {f: v for f, v in model.builtin.items() if f not in free and v > 0}
+    names = ["*scale*", *free]
+    a = np.array(
+        [[sum(v * feats.get(f, 0.0) for f, v in shaped.items())] + [feats.get(f, 0.0) for f in free]
+         for feats, _ in rows],
+        dtype=np.float64,
+    )  # fmt: skip
     t = np.array([ns for _, ns in rows], dtype=np.float64)
-    builtin = np.array([model.builtin.get(f, 0.0) for f in names]) * planner.BUILTIN_UNIT_NS
-    predicted = a @ builtin
-    scale = float(np.median(t / predicted)) if np.all(predicted > 0) else 1.0
-    prior = builtin * scale
-    rel = a / t[:, None]  # rows of relative error: (a c - t) / t
-    # Each prior row says c_j ≈ prior_j, in units of what c_j contributes to a typical run.
-    typical = np.median(np.where(a > 0, a, np.nan), axis=0)
-    typical = np.where(np.isfinite(typical), typical, 0.0) / np.median(t)
-    active = [j for j in range(len(names)) if np.any(a[:, j] > 0)]
-    keep = list(active)
+    rel = a / t[:, None]
+    keep = [j for j in range(len(names)) if np.any(a[:, j] > 0)]
     coef = np.zeros(len(names))
     while keep:
-        m = rel[:, keep]
-        pj = np.diag(_PRIOR * typical[keep] + 1e-12)
-        lhs = np.vstack([m, pj])
-        rhs = np.concatenate([np.ones(len(t)), pj @ prior[keep]])
-        sol, *_ = np.linalg.lstsq(lhs, rhs, rcond=None)
+        sol, *_ = np.linalg.lstsq(rel[:, keep], np.ones(len(t)), rcond=None)
         if np.all(sol >= 0):
             coef[keep] = sol
             break
         keep = [j for j, v in zip(keep, sol, strict=True) if v > 0]
-    for j in range(len(names)):
-        if j not in active:
-            coef[j] = prior[j]  # a feature no micro-run moves keeps the scaled built-in
     err = float(np.sqrt(np.mean(((a @ coef) - t) ** 2 / t**2))) if len(t) else math.nan
-    return {f: float(c) for f, c in zip(names, coef, strict=True)}, err
+    scale = coef[0]
+    out = {f: float(scale * v) for f, v in model.builtin.items()}
+    out.update({f: float(c) for f, c in zip(free, coef[1:], strict=True)})
+    return out, err
 
 
 def calibrate(

@@ -142,6 +142,9 @@ class Strategy(ABC):
     #: ``(width, height, kernel spec)`` micro-runs whose times fit the coefficients: sizes and
     #: kernels that move each feature of :meth:`estimate` on its own.
     calibration: ClassVar[tuple[tuple[int, int, str], ...]] = ()
+    #: Features calibration fits on their own; the others keep the built-in proportions under
+    #: one scale for the adapter (a few timed runs cannot pin a coefficient per feature).
+    fitted: ClassVar[tuple[str, ...]] = ()
 
     @property
     def info(self) -> registry.StrategyInfo:

@@ -28,6 +28,7 @@ class DirectStrategy(Strategy):
     # 620 at 81 (~6 ms a tap, the built-in unit): indexing, border mapping and the store cost
     # about 3 taps.
     builtin: ClassVar[Mapping[str, float]] = {"pixel": 3.0, "tap": 1.0, "pass": 0.0}
+    fitted = ("pass",)  # calibration fits these on their own (blurapp.gpu.calibration)
     calibration = (
         (512, 512, "box:3"), (512, 512, "disk:radius=4"), (256, 256, "disk:radius=12"),
         (64, 64, "box:3"), (1024, 512, "laplacian"),

@@ -40,6 +40,7 @@ class FftStrategy(Strategy):
         "pixel": 0.0,
         "batch": 0.0,
     }
+    fitted = ("batch", "pixel")  # fitted on their own
     calibration = (
         (512, 512, "disk:radius=8"), (1024, 1024, "disk:radius=20"),
         (256, 256, "disk:radius=40"), (1024, 1024, "box:3"), (64, 64, "box:3"),

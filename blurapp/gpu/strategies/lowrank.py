@@ -35,6 +35,7 @@ class LowRankStrategy(Strategy):
         "sum": 7.0,
         "dispatch": 0.0,
     }
+    fitted = ("dispatch", "looped_tap")  # fitted on their own
     calibration = (
         (512, 512, "laplacian"), (512, 512, "log:sigma=1.5"), (512, 512, "unsharp:sigma=4"),
         (256, 256, "disk:radius=8"), (128, 128, "laplacian"), (256, 256, "disk:radius=40"),

@@ -21,6 +21,7 @@ class SeparableStrategy(Strategy):
         "pass": 2.1, "row_tap": 0.075, "col_tap": 0.075, "row_looped_tap": 0.3,
         "col_looped_tap": 0.3, "dispatch": 0.0,
     }  # fmt: skip
+    fitted = ("dispatch", "row_looped_tap", "col_looped_tap")  # fitted on their own
     calibration = (
         (1024, 1024, "gaussian:sigma=1"), (1024, 1024, "gaussian:sigma=7"),
         (512, 512, "gaussian:sigma=20"), (128, 128, "box:3"), (1024, 512, "box:31x1"),

@@ -32,6 +32,7 @@ class TiledStrategy(Strategy):
     builtin: ClassVar[Mapping[str, float]] = {
         "pixel": 10.0, "tap": 0.5, "scalar_tap": 0.5, "scalar_tile_tap": 10.0, "pass": 0.0,
     }  # fmt: skip
+    fitted = ("pass",)  # calibration fits these on their own (blurapp.gpu.calibration)
     calibration = (
         (512, 512, "laplacian"), (512, 512, "disk:radius=4"), (256, 256, "disk:radius=12"),
         (256, 256, "disk:radius=24"), (64, 64, "disk:radius=2"),

@@ -23,6 +23,7 @@ class TransposeStrategy(Strategy):
     builtin: ClassVar[Mapping[str, float]] = {
         "pass": 2.1, "row_tap": 0.075, "row_looped_tap": 0.3, "copy": 2.1, "dispatch": 0.0,
     }  # fmt: skip
+    fitted = ("dispatch", "row_looped_tap")  # fitted on their own
     calibration = (
         (1024, 1024, "gaussian:sigma=1"), (1024, 1024, "gaussian:sigma=7"),
         (512, 512, "gaussian:sigma=20"), (128, 128, "box:3"), (512, 1024, "box:1x31"),
