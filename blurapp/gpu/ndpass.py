@@ -49,6 +49,7 @@ is one upload, one submission and one readback.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
 import threading
@@ -183,6 +184,9 @@ class _Dispatch:
     uniforms: bytes
     data: bytes  # weights or taps (binding 2)
     invocations: int
+    # A looped dispatch computing the same (small arrays): runs while this one's pipeline is
+    # compiled in the background (NdPasses.run).
+    fallback: _Dispatch | None = None
 
 
 def _groups(total: int) -> tuple[int, int]:
@@ -237,7 +241,10 @@ def _line_dispatch(
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
-    if taps > MAX_UNROLLED_TAPS[precision] or outer * n * inner < _small():
+    if taps > MAX_UNROLLED_TAPS[precision]:
+        return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
+    small = outer * n * inner < _small()
+    if small and not _bake():
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     width = 2 if df else 4
     vec = width if inner % width == 0 else 1
@@ -274,9 +281,14 @@ def _line_dispatch(
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
+    fallback = (
+        _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
+        if small
+        else None
+    )
     return _Dispatch(
         "nd_line", tuple(sorted(template.items())), (("BORDER_MODE", mode),), uniforms, b"",
-        invocations,
+        invocations, fallback,
     )  # fmt: skip
 
 
@@ -319,7 +331,15 @@ def _per_axis_vec(values: Sequence[int]) -> bytes:
 #: kernels of new sizes (scipy's test suite) do not compile one pipeline each (a second or
 #: more on lavapipe); their speed matters little at that size.
 SMALL = 1 << 15
+#: Whether a small array's unrolled pipeline is compiled on a background thread while the
+#: looped one serves (False: small arrays always run the looped shaders).
+BAKE_IN_BACKGROUND = True
 _forced = threading.local()  # .small: the start-up check's threshold, for its own thread
+
+
+def _bake() -> bool:
+    """BAKE_IN_BACKGROUND, unless the start-up check forces the looped shaders on its thread."""
+    return getattr(_forced, "bake", BAKE_IN_BACKGROUND)
 
 
 def _small() -> int:
@@ -480,6 +500,7 @@ class NdPasses:
         self._uniforms: list[Any] = []
         self._data: list[Any] = []
         self._data_capacity = _WEIGHTS_START
+        self._baking: set[tuple[Any, ...]] = set()  # pipelines compiling in the background
 
     def _count(self, name: str) -> Any:
         def count(_key: Any, _value: Any) -> None:
@@ -530,9 +551,10 @@ class NdPasses:
             device = self.context.device
             bufs = self._array_buffers(nbytes)
             device.queue.write_buffer(bufs.a, 0, data)
-            self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
             encoder = device.create_command_encoder()
             src, dst = bufs.a, bufs.b
+            dispatches = [self._ready(d) for d in dispatches]
+            self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
             for i, d in enumerate(dispatches):
                 device.queue.write_buffer(self._uniforms[i], 0, d.uniforms)
                 if d.data:
@@ -642,21 +664,57 @@ class NdPasses:
             bufs.bind_groups[key] = group
         return group
 
+    @staticmethod
+    def _key(d: _Dispatch) -> tuple[Any, ...]:
+        return (d.shader, d.template, d.constants)
+
+    def _compile(self, d: _Dispatch) -> Any:
+        device = self.context.device
+        code = load_shader(d.shader, **dict(d.template))
+        module = device.create_shader_module(label=d.shader, code=code)
+        self.stats["pipelines"] += 1
+        return device.create_compute_pipeline(
+            label=d.shader,
+            layout=self._layouts()[1],
+            compute={"module": module, "entry_point": "main", "constants": dict(d.constants)},
+        )
+
     def _pipeline(self, d: _Dispatch) -> Any:
-        key = (d.shader, d.template, d.constants)
+        return self._pipelines.get_or_make(self._key(d), lambda: self._compile(d))
 
-        def make() -> Any:
-            device = self.context.device
-            code = load_shader(d.shader, **dict(d.template))
-            module = device.create_shader_module(label=d.shader, code=code)
-            self.stats["pipelines"] += 1
-            return device.create_compute_pipeline(
-                label=d.shader,
-                layout=self._layouts()[1],
-                compute={"module": module, "entry_point": "main", "constants": dict(d.constants)},
-            )
+    def _ready(self, d: _Dispatch) -> _Dispatch:
+        """``d``, or (under the lock) its looped fallback while ``d``'s pipeline is not compiled
+        yet: a small array does not wait a second for a new kernel length's compile, which
+        then runs on a background thread (one at a time) for the next calls."""
+        if d.fallback is None or self._key(d) in self._pipelines:
+            return d
+        if BAKE_IN_BACKGROUND and not self._baking:
+            key = self._key(d)
+            self._baking.add(key)
+            self._layouts()  # made under the lock, before the thread uses it
 
-        return self._pipelines.get_or_make(key, make)
+            def bake() -> None:
+                try:
+                    pipeline = self._compile(d)  # wgpu's device is thread-safe
+                    with self._lock:
+                        self._pipelines[key] = pipeline
+                finally:
+                    with self._lock:
+                        self._baking.discard(key)
+
+            threading.Thread(target=bake, name="ndpass-bake", daemon=True).start()
+        return d.fallback
+
+    def wait_baked(self, timeout: float = 60.0) -> None:
+        """Wait until no pipeline is being compiled in the background (tests)."""
+        import time
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self._lock:
+                if not self._baking:
+                    return
+            time.sleep(0.01)
 
 
 _passes_lock = threading.Lock()
@@ -768,12 +826,13 @@ def _end_to_end(passes: NdPasses, two_prod: str) -> str | None:
     bound_nd = 1e-12 * float(np.abs(w).sum()) * 1e8
     for small, family in ((0, "unrolled"), (1 << 62, "looped")):
         _forced.small = small
+        _forced.bake = False  # the looped family really runs (no baked pipeline taken)
         try:
             got = _chain_gpu(passes, x, lines, "df64", two_prod)
             got_nd = _nd_gpu(passes, x, w, borders, nd_centres(w.shape, (1, -1)), 0.0, "df64",
                              two_prod)  # fmt: skip
         finally:
-            del _forced.small
+            del _forced.small, _forced.bake
         err = float(np.max(np.abs(got - want)))
         if not err <= bound:
             return f"a df64 chain ({family} shaders) is off by {err:.3g} (allowed {bound:.3g})"
@@ -1130,7 +1189,7 @@ def _nd_gpu(
 
     def run(piece: np.ndarray) -> np.ndarray:
         data = _split(piece, x_exp) if df else piece
-        if piece.size < _small():
+        if piece.size < _small() and (len(pieces) > 1 or not _bake()):
             d = _taps_loop_dispatch(piece.shape, kept, centres, modes, const_pair, precision,
                                     two_prod)  # fmt: skip
             if df:
@@ -1139,6 +1198,10 @@ def _nd_gpu(
         total = None
         for wp, cp in pieces:
             d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)
+            if piece.size < _small():  # one piece: the looped shader while this one compiles
+                loop = _taps_loop_dispatch(piece.shape, kept, centres, modes, const_pair,
+                                           precision, two_prod)  # fmt: skip
+                d = dataclasses.replace(d, fallback=loop)
             if df:
                 res = engine.run(data, [d], lambda v: _join(v, x_exp + w_exp))
             else:

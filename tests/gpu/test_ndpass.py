@@ -55,6 +55,7 @@ def shaders(request, monkeypatch) -> str:
     """Both shader families: the unrolled ones (large arrays) and the looped ones (arrays of
     fewer than ndpass.SMALL elements), forced either way on the small test arrays."""
     monkeypatch.setattr(ndpass, "SMALL", 0 if request.param == "unrolled" else 1 << 62)
+    monkeypatch.setattr(ndpass, "BAKE_IN_BACKGROUND", False)  # looped: never the unrolled
     return request.param
 
 
@@ -347,7 +348,8 @@ def test_slab_that_cannot_fit_is_refused_in_one_line(gpu) -> None:
         )  # fmt: skip
 
 
-def test_repeated_calls_build_nothing_new(gpu) -> None:
+def test_repeated_calls_build_nothing_new(gpu, monkeypatch) -> None:
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled shaders, compiled in the call
     passes = NdPasses(gpu)
     rng = np.random.default_rng(2)
     x = rng.normal(size=(64, 64)).astype(np.float32)
@@ -466,3 +468,32 @@ def test_df64_gaussian_derivative_chains_within_1e12(engine, df64_ok, shaders, o
         got = correlate1d_chain(x, lines, precision="df64", passes_engine=engine)
         scale = math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * float(x.max())
         assert _rel_err(got, want, scale) < 1e-12, mode
+
+
+def test_small_arrays_run_looped_while_the_unrolled_pipeline_compiles(gpu) -> None:
+    """A small array with a new kernel length runs the looped shader at once and compiles
+    the unrolled one in the background; the next call runs that; both give the same values."""
+    passes = NdPasses(gpu)
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(48, 64)).astype(np.float32)
+    assert x.size < ndpass.SMALL and ndpass.BAKE_IN_BACKGROUND
+    lines = [Line(1, rng.normal(size=11), Border(BorderMode.REFLECT))]
+    want = ndreference.correlate1d_chain(x, lines)
+    first = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    shaders_used = {key[0] for key in passes._pipelines}
+    assert "nd_line_loop" in shaders_used  # served while the unrolled one compiled
+    passes.wait_baked()
+    assert "nd_line" in {key[0] for key in passes._pipelines}
+    made = passes.stats["pipelines"]
+    second = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    assert passes.stats["pipelines"] == made  # the baked one, nothing new
+    np.testing.assert_allclose(first, want, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(second, want, rtol=0, atol=1e-5)
+    w = rng.normal(size=(3, 5))
+    got = correlate_nd(x, w, Border(BorderMode.MIRROR), precision="f32", passes_engine=passes)
+    passes.wait_baked()
+    assert {"nd_taps_loop", "nd_taps"} <= {key[0] for key in passes._pipelines}
+    again = correlate_nd(x, w, Border(BorderMode.MIRROR), precision="f32", passes_engine=passes)
+    want_nd = ndreference.correlate_nd(x, w, Border(BorderMode.MIRROR))
+    np.testing.assert_allclose(got, want_nd, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(again, want_nd, rtol=0, atol=1e-5)
