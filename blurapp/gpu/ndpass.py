@@ -37,10 +37,11 @@ across the other axes), or over halo'd pieces of the axis itself when one line i
 
 Shaders: large arrays run unrolled passes (nd_line.wgsl: blocks of outputs along the axis from
 registers, vec4 loads; nd_taps.wgsl: the kernel as rows along the last axis), a pipeline per
-kernel length or shape; arrays under :data:`SMALL` elements run looped ones (nd_line_loop,
-nd_taps_loop), one pipeline per precision and border mode, so that many small calls do not
-compile. On lavapipe a storage-buffer access is a loop over the SIMD lanes (Mesa's
-``emit_load_mem``), so what costs is buffer accesses per output (docs/PERFORMANCE.md).
+kernel length or shape; an array under :data:`SMALL` elements whose unrolled pipeline is not
+compiled yet runs a looped one (nd_line_loop, nd_taps_loop: one pipeline per precision and
+border mode) while the unrolled one compiles on a background thread for the next calls. On
+lavapipe a storage-buffer access is a loop over the SIMD lanes (Mesa's ``emit_load_mem``), so
+what costs is buffer accesses per output (docs/PERFORMANCE.md).
 
 Pipelines (per shader, template and border mode), buffers (per array size, least recently used
 dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, so a small array's per-call cost
@@ -326,10 +327,9 @@ def _per_axis_vec(values: Sequence[int]) -> bytes:
     return struct.pack(f"<{MAX_ND}i", *padded)
 
 
-#: Arrays of fewer elements run the looped shaders (nd_line_loop, nd_taps_loop): one pipeline
-#: per precision and border mode (and ndim) serves every kernel, so that many small calls with
-#: kernels of new sizes (scipy's test suite) do not compile one pipeline each (a second or
-#: more on lavapipe); their speed matters little at that size.
+#: Arrays of fewer elements do not wait for a new unrolled pipeline (a second or more on
+#: lavapipe): the looped shaders (nd_line_loop, nd_taps_loop; one pipeline per precision and
+#: border mode, and ndim) serve while it compiles in the background.
 SMALL = 1 << 15
 #: Whether a small array's unrolled pipeline is compiled on a background thread while the
 #: looped one serves (False: small arrays always run the looped shaders).
