@@ -135,7 +135,11 @@ def _snapped(
 
 
 def _values(input: np.ndarray) -> np.ndarray:
-    """``input``'s values in its compute type, C-contiguous."""
+    """``input``'s values in its compute type, C-contiguous. A bool is read as its byte, as
+    scipy's C code reads it: a multi-pass filter's bool intermediate can hold 255 (see
+    :func:`_store`), which the next pass reads as 255, not as True."""
+    if input.dtype == np.bool_:
+        input = input.view(np.uint8)
     return np.ascontiguousarray(input, dtype=_compute_dtype(input.dtype))
 
 

@@ -516,3 +516,16 @@ def test_multiple_modes_equal_the_1d_passes_in_turn():
     expected = bn.uniform_filter1d(expected, 5, axis=1, mode=modes[1])
     np.testing.assert_allclose(bn.uniform_filter(arr, 5, mode=modes), expected, atol=1e-14)
     np.testing.assert_allclose(expected, sn.uniform_filter(arr, 5, mode=modes), atol=1e-14)
+
+
+def test_bool_through_several_passes_as_scipy():
+    """A bool output holds scipy's C cast (a byte: -1 is 255) between passes, and the next
+    pass reads that byte, as scipy's does (found by a random comparison with scipy)."""
+    for shape in ((4, 3), (5, 4, 3), (2, 5, 2, 6)):
+        x = _data(shape, "bool")
+        for axis in range(x.ndim):
+            for mode in ("nearest", "wrap", "constant"):
+                for f in ("sobel", "prewitt"):
+                    kw = dict(axis=axis, mode=mode, cval=1.5)
+                    _close(getattr(bn, f)(x, **kw), getattr(sn, f)(x, **kw), 1)
+        _close(bn.uniform_filter(x, 3), sn.uniform_filter(x, 3), 1)
