@@ -150,6 +150,7 @@ class SettingsReader:
             self.warn(key, f"{_describe(bad)} is not a file path")
         return good
 
+
 # setting key -> FilterSpec field, for the fields stored as text
 _TEXT_KEYS = {
     "run/border": "border",
