@@ -193,10 +193,12 @@ def _quantise_f32(y: np.ndarray, dtype: np.dtype, squeeze: bool) -> np.ndarray:
     for r0 in range(0, y.shape[0], rows):
         r1 = min(r0 + rows, y.shape[0])
         t = tmp[: r1 - r0]
-        np.multiply(y[r0:r1], top, out=t)
+        # Clamped first: a value near float32's largest times 65535 would overflow to inf
+        # with a RuntimeWarning (the same pixels: beyond 1 is the top either way).
+        np.clip(y[r0:r1], 0.0, 1.0, out=t)
+        np.multiply(t, top, out=t)
         np.nan_to_num(t, copy=False, nan=0.0)
         np.rint(t, out=t)
-        np.clip(t, 0, top, out=t)
         out[r0:r1] = t
     return out[:, :, 0] if squeeze else out
 
