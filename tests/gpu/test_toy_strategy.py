@@ -25,6 +25,11 @@ TOY = Path(__file__).parent / "toy"
 @pytest.fixture
 def toy(monkeypatch: pytest.MonkeyPatch):
     """The registry entry, the module (which registers itself) and its shader, undone after."""
+    from blurapp.cli import build_parser
+
+    # Modules that take a list of names when imported (bench's default strategies) are
+    # imported before the toy joins the registry, so that they do not keep it after.
+    build_parser()
     monkeypatch.setitem(
         names.STRATEGIES, "toy", StrategyInfo("toy", "gpu", "every tap a loop", "#123456")
     )
