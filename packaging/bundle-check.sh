@@ -33,8 +33,10 @@ got=$(bundled "$exe" --version)
 [[ $got == "$want" ]] || fail "--version says '$got', the source tree '$want'"
 echo "bundle ok: $got"
 
+# Both in the same bare environment: `kernel` names the cost table auto used, and a table the
+# real HOME's cache holds (blurapp tune) is not the bundle's business.
 bundled "$exe" kernel gaussian:sigma=2 > kernel-bundle.txt
-"$reference" kernel gaussian:sigma=2 > kernel-source.txt
+bundled "$reference" kernel gaussian:sigma=2 > kernel-source.txt
 cmp -s kernel-bundle.txt kernel-source.txt ||
   fail "'kernel gaussian:sigma=2' differs from the source tree's: $(diff kernel-source.txt kernel-bundle.txt | head -5)"
 echo "bundle ok: kernel gaussian:sigma=2 prints what the source tree prints"
