@@ -29,7 +29,6 @@ import contextlib
 import ctypes
 import functools
 import os
-import queue
 import struct
 import threading
 import zlib
@@ -41,6 +40,7 @@ import numpy as np
 
 from blurapp.core.errors import ImageError, OutputError
 from blurapp.io.atomic import atomic_output
+from blurapp.io.bandqueue import AbortedError, BandQueue
 
 __all__ = [
     "PngRowSource",
@@ -377,42 +377,22 @@ def open_png_source(path: str | os.PathLike[str], *, look_back: int) -> PngRowSo
 
 # ------------------------------------------------------------------------------------ writing
 
-_END = object()
 
-
-class PngSink:
+class PngSink(BandQueue):
     """The sink of :func:`png_sink`: call it with ``(y0, y1, x0, x1)`` and the pixels of each
     window, in the order of a tile grid (row by row, each row left to right, windows of one
     row sharing ``y0`` and ``y1``). A complete row of windows goes to the encoder; at most
     ``backlog`` of them wait for it. ``peak_rows`` is the most image rows held at once."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, backlog: int = 1) -> None:
-        self.shape = shape
-        self.dtype = dtype
-        self._height, self._width = shape[0], shape[1]
-        self._channels = 1 if len(shape) == 2 else shape[2]
+        super().__init__(shape, dtype, backlog, "PNG")
         self._band: np.ndarray | None = None
-        self._row_y0 = self._row_y1 = 0
-        self._filled = 0
-        self._bands: queue.Queue[object] = queue.Queue(maxsize=max(1, backlog))
-        self._held = 0
-        self._count_lock = threading.Lock()
-        self.peak_rows = 0
-        self.error: BaseException | None = None
-        self.abort = threading.Event()
 
     def __call__(self, window: tuple[int, int, int, int], pixels: np.ndarray) -> None:
-        if self.error is not None:
-            raise OutputError(f"the PNG writer stopped: {self.error}")
         y0, y1, x0, x1 = window
-        if self._filled == 0:
-            if y0 != self._row_y1 or x0 != 0 or y1 <= y0:
-                raise ValueError(f"window {window} out of the grid's order")
-            self._row_y0, self._row_y1 = y0, y1
+        if self._accept(window):
             self._band = np.empty((y1 - y0, self._width, self._channels), self.dtype)
             self._count(y1 - y0)
-        elif (y0, y1) != (self._row_y0, self._row_y1) or x0 != self._filled:
-            raise ValueError(f"window {window} out of the grid's order")
         assert self._band is not None
         self._band[:, x0:x1] = pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]
         self._filled = x1
@@ -422,47 +402,13 @@ class PngSink:
         band, self._band = self._band, None
         self._put(band)
 
-    def _count(self, rows: int) -> None:
-        with self._count_lock:
-            self._held += rows
-            self.peak_rows = max(self.peak_rows, self._held)
-
-    def _put(self, item: object) -> None:
-        while True:
-            if self.error is not None:
-                raise OutputError(f"the PNG writer stopped: {self.error}")
-            try:
-                self._bands.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
     def finish(self) -> None:
         """All windows were given: tell the encoder, which then completes the file."""
-        if self._row_y1 != self._height or self._filled:
-            given = self._row_y0 if self._filled else self._row_y1
-            raise ValueError(f"only {given} of {self._height} rows were given to the writer")
-        self._put(_END)
+        self._finish(self._row_y1)
 
     def bands(self) -> Iterator[np.ndarray]:
         """The rows, a band at a time (run on the encoder's thread)."""
-        while True:
-            try:
-                band = self._bands.get(timeout=0.1)
-            except queue.Empty:
-                if self.abort.is_set():
-                    raise _AbortedError from None
-                continue
-            if band is _END:
-                return
-            assert isinstance(band, np.ndarray)
-            yield band
-            self._count(-band.shape[0])
-            del band
-
-
-class _AbortedError(Exception):
-    """The streaming stopped (an error or Ctrl-C in the pipeline): the writer gives up."""
+        yield from self._received()
 
 
 def _encode(
@@ -532,7 +478,7 @@ def _encode(
             base = band.ctypes.data
             for i in range(band.shape[0]):
                 if sink.abort.is_set():
-                    raise _AbortedError
+                    raise AbortedError
                 code = lib.spng_encode_row(ctx, base + i * row_bytes, row_bytes)
                 check(code, last=row == height - 1)
                 row += 1

@@ -27,7 +27,6 @@ import contextlib
 import math
 import mmap
 import os
-import queue
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ import numpy as np
 from blurapp.core.errors import ImageError, OutputError
 from blurapp.core.numbers import MAX_CHANNELS, SUPPORTED_DTYPES
 from blurapp.io.atomic import atomic_output
+from blurapp.io.bandqueue import AbortedError, BandQueue
 
 __all__ = [
     "TIFF_TILE",
@@ -407,10 +407,8 @@ def _source_of(tif: Any, tifffile: Any) -> TiffSource | None:
 
 # ------------------------------------------------------------------------------------ writing
 
-_END = object()
 
-
-class TiffSink:
+class TiffSink(BandQueue):
     """The sink of :func:`tiff_sink`: call it with ``(y0, y1, x0, x1)`` and the pixels of each
     window, in the order of a tile grid (row by row, each row left to right, windows of one
     row sharing ``y0`` and ``y1``).
@@ -421,21 +419,10 @@ class TiffSink:
     rows held at once, for tests."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, band_rows: int) -> None:
-        self.shape = shape
-        self.dtype = dtype
-        self._height, self._width = shape[0], shape[1]
-        self._channels = 1 if len(shape) == 2 else shape[2]
-        self._chunks: dict[int, np.ndarray] = {}  # row of tiles k → image rows 256k..
-        self._row_y0 = self._row_y1 = 0  # the row of windows being filled
-        self._filled = 0  # columns of that row received
-        self._next = 0  # the first row not yet handed to the encoder
         backlog = max(2, math.ceil(band_rows / TIFF_TILE) + 1)  # rows of tiles: about one band
-        self._rows: queue.Queue[object] = queue.Queue(maxsize=backlog)
-        self._held_rows = 0
-        self._count_lock = threading.Lock()
-        self.peak_rows = 0
-        self.error: BaseException | None = None
-        self.abort = threading.Event()
+        super().__init__(shape, dtype, backlog, "TIFF")
+        self._chunks: dict[int, np.ndarray] = {}  # row of tiles k → image rows 256k..
+        self._next = 0  # the first row not yet handed to the encoder
 
     def _chunk(self, k: int) -> np.ndarray:
         chunk = self._chunks.get(k)
@@ -447,15 +434,8 @@ class TiffSink:
         return chunk
 
     def __call__(self, window: tuple[int, int, int, int], pixels: np.ndarray) -> None:
-        if self.error is not None:
-            raise OutputError(f"the TIFF writer stopped: {self.error}")
         y0, y1, x0, x1 = window
-        if self._filled == 0:
-            if y0 != self._row_y1 or x0 != 0 or y1 <= y0:
-                raise ValueError(f"window {window} out of the grid's order")
-            self._row_y0, self._row_y1 = y0, y1
-        elif (y0, y1) != (self._row_y0, self._row_y1) or x0 != self._filled:
-            raise ValueError(f"window {window} out of the grid's order")
+        self._accept(window)
         block = pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]
         for k in range(y0 // TIFF_TILE, (y1 - 1) // TIFF_TILE + 1):
             top, bottom = max(y0, k * TIFF_TILE), min(y1, (k + 1) * TIFF_TILE)
@@ -477,50 +457,17 @@ class TiffSink:
             self._put(chunk)
             self._next = k * TIFF_TILE + chunk.shape[0]
 
-    def _count(self, rows: int) -> None:
-        with self._count_lock:
-            self._held_rows += rows
-            self.peak_rows = max(self.peak_rows, self._held_rows)
-
-    def _put(self, rows: np.ndarray) -> None:
-        while True:
-            if self.error is not None:
-                raise OutputError(f"the TIFF writer stopped: {self.error}")
-            try:
-                self._rows.put(rows, timeout=0.1)
-                return
-            except queue.Full:
-                continue
-
     def finish(self) -> None:
         """All windows were given: tell the encoder, which then completes the file."""
-        if self._next != self._height or self._filled:
-            given = self._row_y0 if self._filled else self._row_y1
-            raise ValueError(f"only {given} of {self._height} rows were given to the writer")
-        self._put(_END)  # type: ignore[arg-type]
+        self._finish(self._next)
 
     def tiles(self) -> Iterator[np.ndarray]:
         """What tifffile's writer pulls: the tiles, row by row (run on the writer's thread)."""
-        while True:
-            try:
-                rows = self._rows.get(timeout=0.1)
-            except queue.Empty:
-                if self.abort.is_set():
-                    raise _AbortedError from None
-                continue
-            if rows is _END:
-                return
-            assert isinstance(rows, np.ndarray)
+        for rows in self._received():
             for x0 in range(0, self._width, TIFF_TILE):
                 if self.abort.is_set():
-                    raise _AbortedError
+                    raise AbortedError
                 yield rows[:, x0 : x0 + TIFF_TILE]
-            self._count(-rows.shape[0])
-            del rows
-
-
-class _AbortedError(Exception):
-    """The streaming stopped (an error or Ctrl-C in the pipeline): the writer gives up."""
 
 
 def tiff_write_options(
