@@ -51,6 +51,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 HEARTBEAT_MS = 10
+TRACE_STALLS = False
 WAIT_S = 180.0
 
 
@@ -94,6 +95,71 @@ class Clock:
             self.app.processEvents()
             time.sleep(0.001)
         return None
+
+    def trace_stalls(self, over_ms: float = 40.0, every_ms: float = 5.0) -> None:
+        """Sample the UI thread's Python stack while the heartbeat is late (``--trace-stalls``):
+        ``self.stalls`` gets one entry per stall, its samples' stacks counted."""
+        import collections
+        import threading
+        import traceback
+
+        main = threading.main_thread().ident
+        self.stalls: list[dict] = []
+
+        self.gil_waits: collections.Counter = collections.Counter()
+        names = {}
+
+        def top_of(frame) -> str:
+            stack = traceback.extract_stack(frame)[-4:]
+            return " < ".join(
+                f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)
+            )
+
+        def sample() -> None:
+            current = None
+            while True:
+                t_sleep = time.perf_counter()
+                time.sleep(every_ms / 1e3)
+                waited = (time.perf_counter() - t_sleep) * 1e3 - every_ms
+                if waited > 25:
+                    # this thread waited for the GIL: whoever held it has just let it go, and
+                    # its frame is at (or just after) the call that held it
+                    for t in threading.enumerate():
+                        names[t.ident] = t.name
+                    for ident, frame in sys._current_frames().items():
+                        if ident in (threading.get_ident(), main):
+                            continue
+                        key = f"{names.get(ident, ident)}: {top_of(frame)}"
+                        self.gil_waits[key] += round(waited)
+                last = self.ticks[-1] if self.ticks else None
+                late = last is not None and (time.perf_counter() - last) * 1e3 > over_ms
+                if not late:
+                    if current is not None:
+                        current["samples"] = dict(current["samples"].most_common(6))
+                        self.stalls.append(current)
+                        current = None
+                    continue
+                if current is None or current["tick"] != last:
+                    current = {"tick": last, "samples": collections.Counter()}
+                frame = sys._current_frames().get(main)
+                stack = traceback.extract_stack(frame)[-8:] if frame is not None else []
+                where = " < ".join(
+                    f"{Path(f.filename).name}:{f.lineno} {f.name}" for f in reversed(stack)
+                )
+                current["samples"][where or "(no Python frame)"] += 1
+
+        threading.Thread(target=sample, daemon=True).start()
+
+    def stall_report(self, min_ms: float = 50.0) -> list[dict]:
+        out = [{"gil_waits_ms_by_other_thread": dict(self.gil_waits.most_common(12))}]
+        for stall in getattr(self, "stalls", []):
+            later = [t for t in self.ticks if t > stall["tick"]]
+            gap = (later[0] - stall["tick"]) * 1e3 if later else None
+            if gap is None or gap >= min_ms:
+                out.append({"gap_ms": None if gap is None else round(gap, 1),
+                            "at_s": round(stall["tick"] - self.ticks[0], 2),
+                            "samples": stall["samples"]})  # fmt: skip
+        return out
 
     def max_stall_ms(self, start: float, end: float) -> float:
         ticks = [t for t in self.ticks if start <= t <= end]
@@ -271,6 +337,8 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
     t_start = time.perf_counter()
     app, window = _window(size)
     clock = Clock(app, window)
+    if TRACE_STALLS:
+        clock.trace_stalls()
     designer = window.designer
     out: dict = {"window_ms": _ms(time.perf_counter(), t_start)}
     window.strategy_combo.setCurrentText("auto")
@@ -336,6 +404,8 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
     out["stalls_over_50ms"] = sum(
         1 for a, b in itertools.pairwise(clock.ticks) if (b - a) * 1e3 > 50
     )
+    if TRACE_STALLS:
+        out["stall_traces"] = clock.stall_report()
     window.close()
     return out
 
@@ -345,6 +415,8 @@ def run_sample_cold(size: tuple[int, int]) -> dict:
 
     app, window = _window(size)
     clock = Clock(app, window)
+    if TRACE_STALLS:
+        clock.trace_stalls()
     window.strategy_combo.setCurrentText("auto")
     window.designer.sigma.setValue(5.0)
     sample = np.asarray(Image.open(ROOT / "assets" / "samples" / "astronaut.png").convert("RGB"))
@@ -362,6 +434,8 @@ def run_sample_cold(size: tuple[int, int]) -> dict:
     out["fit_scale"] = round(window.compare.result_view.scale_factor(), 4)
     out["never_used_sigmas_ms"] = times
     out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
+    if TRACE_STALLS:
+        out["stall_traces"] = clock.stall_report()
     window.close()
     return out
 
@@ -383,6 +457,8 @@ def _fresh_process(scenario: str, photo: Path, size: str) -> dict:
     env = {**os.environ, "XDG_CACHE_HOME": cache, "MESA_SHADER_CACHE_DIR": cache}
     out = Path(cache) / "out.json"
     argv = [sys.executable, __file__, "--scenario", scenario, "--photo", str(photo)]
+    if TRACE_STALLS:
+        argv.append("--trace-stalls")
     subprocess.run([*argv, "--size", size, "--json", str(out)], env=env, check=True)
     return json.loads(out.read_text())
 
@@ -394,7 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", default="1600x1000", help="window size WxH (1600x1000)")
     parser.add_argument("--scenario", choices=SCENARIOS, action="append",
                         help="run only these (each in this process when one is given)")  # fmt: skip
+    parser.add_argument("--trace-stalls", action="store_true",
+                        help="sample the UI thread's stack in each stall over 50 ms")  # fmt: skip
     args = parser.parse_args(argv)
+    global TRACE_STALLS
+    TRACE_STALLS = args.trace_stalls
     width, height = (int(v) for v in args.size.lower().split("x"))
     photo = args.photo or make_photo(Path(tempfile.mkdtemp()) / "photo12mp.jpg")
     chosen = args.scenario or list(SCENARIOS)

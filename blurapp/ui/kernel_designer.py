@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from blurapp.core.errors import KernelSpecError
+from blurapp.core.errors import BlurappError, KernelSpecError
 from blurapp.core.kernel import Kernel
 from blurapp.core.kernel_families import (
     FAMILY_PARAMS,
@@ -37,7 +37,12 @@ from blurapp.core.kernel_families import (
     spec_params,
 )
 
+#: Typed text that is not a valid kernel is said to be invalid after this pause in typing (not
+#: on every keystroke of a spec still being written); valid text applies at once.
 TYPING_DEBOUNCE_MS = 300
+#: Typed text up to this length is parsed on each keystroke, and applied at once when valid;
+#: longer text (a pasted matrix) waits for Enter or the pause.
+LIVE_PARSE_CHARS = 4096
 #: The spec box's length limit: a 513×513 matrix of one-digit weights is 526,352 characters;
 #: beyond about a million, a QLineEdit takes seconds per keystroke to lay out its line.
 MAX_SPEC_CHARS = 2**20
@@ -152,10 +157,12 @@ class KernelDesigner(QWidget):
     """Family + parameters + spec field (objectName ``kernelSpec``) + an inline error line.
 
     It does not decide what a valid kernel is: it emits :attr:`spec_edited` with candidate text
-    and the window answers with :meth:`show_kernel` or :meth:`show_error`.
+    and the window answers with :meth:`show_kernel` or :meth:`show_error`. Typed text that
+    parses is emitted on the keystroke that makes it (as a slider step is); text that does not
+    is emitted after a pause in typing or on Enter, so the error shows once the user stops.
     """
 
-    # (spec text, source): source is "typed" or "params"
+    # (spec text, source): source is "typing" (a keystroke), "typed" (Enter, pause) or "params"
     spec_edited = Signal(str, str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -225,7 +232,7 @@ class KernelDesigner(QWidget):
 
         self._typing = QTimer(self, singleShot=True, interval=TYPING_DEBOUNCE_MS)
         self._typing.timeout.connect(self._emit_typed)
-        self.spec.textEdited.connect(lambda _t: self._typing.start())
+        self.spec.textEdited.connect(self._text_edited)
         self.spec.returnPressed.connect(self._emit_typed_now)
         self.family.currentTextChanged.connect(self._family_changed)
         for widget in self._params.values():
@@ -367,6 +374,21 @@ class KernelDesigner(QWidget):
             f"the spec pasted is {size:,} characters, more than the {MAX_SPEC_CHARS:,} the spec "
             "box holds: save the weights as a kernel JSON file and load it (@file.json)"
         )
+
+    def _text_edited(self, text: str) -> None:
+        """A keystroke in the spec field: valid text applies at once, as a slider step does (the
+        preview's scheduler drops what a newer edit supersedes before it starts, so no debounce
+        is needed); text that does not parse waits for the pause, then says why."""
+        if len(text) <= LIVE_PARSE_CHARS:
+            try:
+                Kernel.parse(text)
+            except BlurappError:
+                pass
+            else:
+                self._typing.stop()
+                self.spec_edited.emit(text, "typing")
+                return
+        self._typing.start()
 
     def _emit_typed(self) -> None:
         self.spec_edited.emit(self.spec.text(), "typed")

@@ -16,6 +16,9 @@ from blurapp.core.kernel import Kernel
 
 __all__ = ["PARAM_MERGE_S", "KernelTarget", "SetKernelCommand", "SetSpecCommand", "SpecTarget"]
 
+#: Where an edit came from the spec field: "typing" a keystroke that made a valid spec (applied
+#: at once), "typed" its Enter or the pause after it.
+TYPED = ("typing", "typed")
 PARAM_MERGE_S = 1.0  # spin-box steps within this many seconds are one undo step
 
 
@@ -61,10 +64,13 @@ def _describe(spec: FilterSpec, fields: tuple[str, ...]) -> str:
 
 
 class SetKernelCommand(QUndoCommand):
-    """One kernel edit; consecutive parameter tweaks of one family merge into one step.
+    """One kernel edit; consecutive parameter tweaks of one family merge into one step, and so
+    do the kernels a spec passes through while it is typed (each keystroke that makes a valid
+    spec applies at once).
 
-    ``source`` says where the edit came from: ``typed`` (the spec field), ``params`` (the family's
-    spin boxes), ``grid``, ``file`` or ``code``.
+    ``source`` says where the edit came from: ``typing`` or ``typed`` (the spec field: a
+    keystroke, or Enter and the pause), ``params`` (the family's spin boxes), ``grid``, ``file``
+    or ``code``.
     """
 
     ID = 1
@@ -91,17 +97,23 @@ class SetKernelCommand(QUndoCommand):
     def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 (Qt override)
         if not isinstance(other, SetKernelCommand):
             return False
-        if not (self.source == other.source == "params" and self.new.name == other.new.name):
+        # the keystrokes of one spec, up to its Enter (or pause): "typing" edits stay open
+        typing = self.source == "typing" and other.source in TYPED
+        if not (
+            typing or (self.source == other.source == "params" and self.new.name == other.new.name)
+        ):
             return False
         if other.stamp - self.stamp > PARAM_MERGE_S:
             return False
         self.new, self.stamp = other.new, other.stamp
+        if typing:
+            self.source = other.source
         self.setText(other.text())
         return True
 
     def redo(self) -> None:
         # The first redo of a typed edit must not rewrite what the user is typing.
-        self.target.apply_kernel(self.new, set_text=not (self._first and self.source == "typed"))
+        self.target.apply_kernel(self.new, set_text=not (self._first and self.source in TYPED))
         self._first = False
 
     def undo(self) -> None:

@@ -80,7 +80,7 @@ from blurapp.ui.jobs import (
 from blurapp.ui.kernel_analysis import KernelAnalysis
 from blurapp.ui.kernel_designer import KernelDesigner
 from blurapp.ui.kernel_editor import KernelGridEditor
-from blurapp.ui.kernel_history import SetKernelCommand, SetSpecCommand
+from blurapp.ui.kernel_history import TYPED, SetKernelCommand, SetSpecCommand
 from blurapp.ui.model import FilterModel
 from blurapp.ui.run_panel import RunPanel
 from blurapp.ui.timing_panel import TimingPanel
@@ -427,7 +427,7 @@ class MainWindow(QMainWindow):
             self.designer.show_error(str(err))
             return False
         if kernel == self.model.kernel:
-            self.designer.show_kernel(kernel, set_text=source != "typed")
+            self.designer.show_kernel(kernel, set_text=source not in TYPED)
             return True
         self.set_kernel(kernel, source)
         return True

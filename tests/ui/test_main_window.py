@@ -80,6 +80,31 @@ def test_typed_spec_updates_grid_and_result(qtbot, window, small_image) -> None:
     np.testing.assert_array_equal(window.result.image, expected)
 
 
+def test_typed_spec_applies_on_the_keystroke_that_makes_it_valid(qtbot, window, small_image):
+    """No debounce: the keystroke that makes a valid spec applies it (no Enter, no pause);
+    text that does not parse says so only after the pause; the keystrokes are one undo step."""
+    show_image(qtbot, window, small_image)
+    first = window.kernel.spec
+    field = window.findChild(QLineEdit, "kernelSpec")
+    field.setFocus()
+    field.selectAll()
+    qtbot.keyClick(field, Qt.Key.Key_Backspace)
+    qtbot.keyClicks(field, "box:3x")  # "box:3" applied on its keystroke, "box:3x" is not valid
+    assert window.kernel.spec == "box:3"
+    assert not window.designer.has_error()  # not yet: the user is still typing
+    assert field.text() == "box:3x"  # applying never rewrites what is being typed
+    qtbot.waitUntil(window.designer.has_error, timeout=2000)  # after the pause, it says why
+    assert window.kernel.spec == "box:3"  # and the last valid kernel stays
+    with qtbot.waitSignal(window.result_ready, timeout=WAIT_MS):
+        qtbot.keyClicks(field, "5")
+    assert window.kernel.spec == "box:3x5" and not window.designer.has_error()
+    expected = blurapp.filter_image(small_image, "box:3x5", border="clamp", strategy="cpu").image
+    np.testing.assert_array_equal(window.result.image, expected)
+    qtbot.keyClick(field, Qt.Key.Key_Return)  # already applied: Enter adds no step
+    window.undo_stack.undo()
+    assert window.kernel.spec == first  # box:3, box:3x5 and Enter were one step
+
+
 @pytest.mark.parametrize("border", ["mirror", "wrap", "constant=0.5"])
 def test_result_equals_engine_output_for_each_border(qtbot, window, small_image, border) -> None:
     show_image(qtbot, window, small_image)
