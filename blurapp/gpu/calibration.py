@@ -115,10 +115,25 @@ def shader_hash() -> str:
     return h.hexdigest()[:16]
 
 
+def host_threads() -> str:
+    """The threads a software adapter computes with: ``LP_NUM_THREADS`` (Mesa's llvmpipe and
+    lavapipe) where it is set, else the CPUs this process may run on. One thread ranks the
+    strategies differently from two (tiled is faster than direct with two, slower with one)."""
+    wanted = os.environ.get("LP_NUM_THREADS", "").strip()
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    if wanted.isdigit():
+        return str(min(int(wanted), cpus) if int(wanted) > 0 else 0)
+    return str(cpus)
+
+
 def adapter_key(ctx: GpuContext) -> dict[str, str]:
-    """What a table is valid for: the adapter, its driver, blurapp's version, the shaders."""
+    """What a table is valid for: the adapter, its driver, blurapp's version, the shaders, and
+    for a software adapter (one that runs on the CPU) the threads it computes with."""
     info = ctx.info
-    return {
+    key = {
         "name": str(info.get("name", "")),
         "vendor": str(info.get("vendor", "")),
         "backend": str(info.get("backend", "")),
@@ -126,6 +141,9 @@ def adapter_key(ctx: GpuContext) -> dict[str, str]:
         "blurapp": __version__,
         "shaders": shader_hash(),
     }
+    if str(info.get("type", "")).lower() == "cpu":
+        key["threads"] = host_threads()
+    return key
 
 
 def cache_dir() -> Path:
@@ -136,8 +154,10 @@ def cache_dir() -> Path:
 
 
 def cache_path(key: Mapping[str, str]) -> Path:
-    """The file of the adapter ``key`` names (one per adapter and backend)."""
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", f"{key['name']}-{key['backend']}").strip("-").lower()
+    """The file of the adapter ``key`` names (one per adapter, backend and, for a software
+    adapter, thread count)."""
+    name = f"{key['name']}-{key['backend']}" + (f"-{key['threads']}t" if "threads" in key else "")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower()
     return cache_dir() / f"{slug[:80] or 'adapter'}.json"
 
 
@@ -317,8 +337,10 @@ def calibrate(
     Arguments:
         ctx: the GPU context (``None``: the process's device).
         quick: a quarter of the pixels per run and one timed repeat (the background run).
-        budget_s: stop starting micro-runs after this many seconds (what was measured is
-            fitted; an unmeasured strategy keeps its built-in coefficients, scaled).
+        budget_s: seconds of micro-runs in all (time spent waiting for the user's work does
+            not count): a micro-run starts only if it should end within it, judged by the
+            longest run so far (compiles included) and its strategy's last. What was
+            measured is fitted; an unmeasured strategy keeps its built-in coefficients.
         repeats: timed runs per micro-run (the fastest counts; default 1 quick, else 3).
         progress: called with (runs done, runs in all, what runs next).
         stop: set to abandon the calibration between micro-runs (raises BlurappError).
@@ -338,13 +360,22 @@ def calibrate(
     rows: dict[str, list[tuple[Mapping[str, float], float]]] = {n: [] for n in STRATEGIES}
     rng = np.random.default_rng(0)
     start = time.perf_counter()
+    waited = 0.0  # seconds spent waiting for the user's work to end: not the budget's
+    took: dict[str, float] = {}  # the last micro-run of each strategy, compile included
     _calibrating.on = True
     try:
         for i, (name, w, h, spec) in enumerate(runs):
-            if budget_s is not None and time.perf_counter() - start > budget_s:
-                break
+            if budget_s is not None:
+                # a run starts only if it should end within the budget: as long as the longest
+                # run so far (a new pipeline's compile dominates on a software adapter and is
+                # not known before), or half as long again as its strategy's last
+                guess = max(1.5 * took.get(name, 0.0), max(took.values(), default=0.0))
+                if time.perf_counter() - start - waited + guess > budget_s:
+                    continue
             if yielding:
+                began = time.perf_counter()
                 _wait_for_quiet(stop)
+                waited += time.perf_counter() - began
             if stop.is_set():
                 raise BlurappError("calibration stopped")
             if progress is not None:
@@ -357,10 +388,13 @@ def calibrate(
             if est is None:
                 continue
             x = rng.random((h, w, 4), dtype=np.float32)
+            began = time.perf_counter()
             try:
                 ms = _time_run(engine, x, kernel, name, repeats)
             except BlurappError:
                 continue  # this adapter cannot run it (a limit): the fit does without
+            finally:
+                took[name] = time.perf_counter() - began
             rows[name].append((est.features, ms * 1e6))
         if progress is not None:
             progress(len(runs), len(runs), "fitting")
@@ -374,7 +408,7 @@ def calibrate(
             counts[name] = len(found)
     return Calibration(
         adapter_key(ctx), coefficients, counts, errors, quick,
-        seconds=time.perf_counter() - start,
+        seconds=time.perf_counter() - start - waited,
     )  # fmt: skip
 
 

@@ -223,3 +223,41 @@ def test_a_command_with_the_background_calibration_exits_cleanly(gpu, tmp_path) 
 
     want = blurapp.filter_image(x, "box:3", strategy="cpu").image
     assert np.abs(np.asarray(read_image(out).pixels, int) - want.astype(int)).max() <= 1
+
+
+def test_a_software_adapter_is_keyed_by_its_thread_count(monkeypatch, cache) -> None:
+    # lavapipe with one thread ranks the strategies differently from two (tiled against
+    # direct): LP_NUM_THREADS is part of the key and of the file's name; a hardware GPU's is not.
+    cpu = fake_ctx(type="cpu")
+    monkeypatch.setenv("LP_NUM_THREADS", "1")
+    one = calibration.adapter_key(cpu)
+    monkeypatch.setenv("LP_NUM_THREADS", "2")
+    two = calibration.adapter_key(cpu)
+    assert one["threads"] == "1" and two["threads"] in ("1", "2")  # never above the CPUs
+    monkeypatch.delenv("LP_NUM_THREADS")
+    assert calibration.adapter_key(cpu)["threads"] == calibration.host_threads()
+    if two["threads"] == "2":
+        assert calibration.cache_path(one) != calibration.cache_path(two)
+        calibration.save_table(a_table(one))
+        assert calibration.load_table(two) is None and calibration.load_table(one) is not None
+    assert "threads" not in calibration.adapter_key(fake_ctx(type="discrete-gpu"))
+
+
+def test_the_quick_budget_counts_compiles(gpu, monkeypatch) -> None:
+    # Each micro-run is predicted from the longest so far (a new pipeline's compile dominates
+    # on a software adapter): no run starts that would end past the budget.
+    runs = [("direct", 32, 32, "box:3")] * 12
+    monkeypatch.setattr(calibration, "_runs", lambda quick: runs)
+    spans = []
+
+    def slow(engine, x, kernel, strategy, repeats):
+        time.sleep(0.3)
+        spans.append(time.perf_counter())
+        return 1.0
+
+    monkeypatch.setattr(calibration, "_time_run", slow)
+    start = time.perf_counter()
+    cal = calibration.calibrate(gpu, quick=True, budget_s=1.0)
+    assert time.perf_counter() - start < 1.0 + 0.2
+    assert 2 <= len(spans) <= 3 and cal.runs["direct"] == len(spans)
+    assert cal.seconds <= 1.0 + 0.2
