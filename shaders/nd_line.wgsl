@@ -25,7 +25,13 @@
 // `near` (the window reaches less than the axis's length on either side) maps offsets with
 // nd_border_index_near, without division.
 //
-// Template parameters: `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
+// `roll` (kernels longer than the unrolled pipelines take): the taps are a loop over the
+// uniform buffer's weights (`params.taps` of them; one pipeline for every length), the BLOCK
+// outputs' elements a window of registers that rolls by one element a tap: one load a tap for
+// BLOCK outputs, as the unrolled code, instead of one a tap for each output (nd_line_loop.wgsl).
+// Windows wholly inside the axis skip the border mapping (a select per load, no branch).
+//
+// Template parameters: `roll`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
@@ -34,10 +40,60 @@
 {% set chunked = chunked | default(false) %}
 {% set near = near | default(false) %}
 {% set sym = sym | default(0) %}
+{% set roll = roll | default(false) %}
 // The f32 sum of output `o`'s taps; with `sym` (1: w[k] == w[taps-1-k], -1: w[k] ==
 // -w[taps-1-k]) the pairs of equal weights are folded, w * (a + b) or w * (a - b), as
 // scipy.ndimage.correlate1d does: one multiply for two taps (NaN and Inf come out the same).
 {% macro f32_sum(o) %}{% if sym %}{% for k in range(taps // 2) %}params.w[{$ k $}].x * (m{$ o + k $} {$ "+" if sym > 0 else "-" $} m{$ o + taps - 1 - k $}){% if not loop.last or taps % 2 %} + {% endif %}{% endfor %}{% if taps % 2 %}params.w[{$ taps // 2 $}].x * m{$ o + taps // 2 $}{% endif %}{% else %}{% for k in range(taps) %}params.w[{$ k $}].x * m{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %}{% endif %}{% endmacro %}
+
+// One df64 tap into the accumulators hi{a}, lo{a}, raw{a}: the weight `w` (params.w[k]) times the
+// element whose hi, lo (and Dekker halves hh, hl) are h{e}, l{e} (hh{e}, hl{e}).
+{% macro df_tap(w, a, e) %}
+        {
+            let w = {$ w $};
+            let ph = (w.x * h{$ e $}) * params.one;
+            raw{$ a $} += ph;
+{% if two_prod == "fma" %}
+            let err = fma({$ vt $}(w.x), h{$ e $}, -ph);
+{% else %}
+            let err = ((w.z * hh{$ e $} - ph) + w.z * hl{$ e $} + w.w * hh{$ e $})
+                + w.w * hl{$ e $};
+{% endif %}
+            let pl = err + (w.x * l{$ e $} + w.y * h{$ e $});
+            let s = hi{$ a $} + ph;
+            let bb = s * params.one - hi{$ a $};
+            let e = (hi{$ a $} - (s - bb)) + (ph - bb);
+            let t = e + (lo{$ a $} + pl);
+            hi{$ a $} = s + t;
+            lo{$ a $} = t - (hi{$ a $} * params.one - s);
+        }
+{% endmacro %}
+// hi, lo (and with Dekker's products hi's split) of the loaded element m{i}.
+{% macro df_parts(i, decl) %}
+{% if vec == 2 %}
+    {$ decl $} h{$ i $} = m{$ i $}.xz;
+    {$ decl $} l{$ i $} = m{$ i $}.yw;
+{% else %}
+    {$ decl $} h{$ i $} = m{$ i $}.x;
+    {$ decl $} l{$ i $} = m{$ i $}.y;
+{% endif %}
+{% if two_prod != "fma" %}
+    let q{$ i $} = (4097.0 * h{$ i $}) * params.one;
+    {$ decl $} hh{$ i $} = q{$ i $} * params.one - (q{$ i $} - h{$ i $});
+    {$ decl $} hl{$ i $} = h{$ i $} - hh{$ i $};
+{% endif %}
+{% endmacro %}
+// Output `o`'s store from hi{a}, lo{a}, raw{a} (a non-finite raw sum is float64's own value).
+{% macro df_store(a, o) %}
+        let bad{$ a $} = (bitcast<{$ vu $}>(raw{$ a $}) & {$ vu $}(0x7f800000u)) == {$ vu $}(0x7f800000u);
+        let rhi{$ a $} = select(hi{$ a $}, raw{$ a $}, bad{$ a $});
+        let rlo{$ a $} = select(lo{$ a $}, {$ vt $}(0.0), bad{$ a $});
+{% if vec == 2 %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = vec4<f32>(rhi{$ a $}.x, rlo{$ a $}.x, rhi{$ a $}.y, rlo{$ a $}.y);
+{% else %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = vec2<f32>(rhi{$ a $}, rlo{$ a $});
+{% endif %}
+{% endmacro %}
 
 {% set map = "nd_border_index_near" if near else "nd_border_index" %}
 // The type of one load, and of the values a tap computes with.
@@ -62,10 +118,11 @@ struct LineParams {
     one: f32,         // 1.0, opaque to the compiler (nd_df64.wgsl)
     total_v: u32,     // invocations that have work: outer * blocks * inner_v
     constant: vec2<f32>,  // the value outside the array for mode 1 (hi, lo; f32 uses hi)
-    _pad: vec2<f32>,
+    taps: u32,        // `roll`: the weights' count (the unrolled code has it as a constant)
+    _pad: u32,
     // Per tap: f32: (w, -, -, -); df64: (hi, lo, hi's top 12 bits, hi's rest) (Dekker's split
     // of the weight, made once on the host).
-    w: array<vec4<f32>, {$ taps $}>,
+    w: array<vec4<f32>, {$ roll_taps if roll else taps $}>,
 }
 
 @group(0) @binding(0) var<storage, read> src: array<{$ mem $}>;
@@ -152,6 +209,61 @@ fn main(
         );
     }
 {% endfor %}
+{% elif roll %}
+    let taps = i32(params.taps);
+    let interior = start >= 0 && start + {$ block - 1 $} + taps <= n;
+    // The first BLOCK - 1 elements of the window; each tap loads the next one.
+{% for o in range(block - 1) %}
+    var m{$ o $} = load_at(row, select({$ map $}(start + {$ o $}, n, BORDER_MODE), start + {$ o $},
+        interior), jv);
+{% if df %}
+{$ df_parts(o, "var") $}
+{% endif %}
+{% endfor %}
+{% for o in range(block) %}
+{% if df %}
+    var hi{$ o $} = {$ vt $}(0.0);
+    var lo{$ o $} = {$ vt $}(0.0);
+    var raw{$ o $} = {$ vt $}(0.0);
+{% else %}
+    var acc{$ o $} = {$ vt $}(0.0);
+{% endif %}
+{% endfor %}
+    for (var k = 0; k < taps; k++) {
+        let i = start + {$ block - 1 $} + k;
+        let mn = load_at(row, select({$ map $}(i, n, BORDER_MODE), i, interior), jv);
+        let wk = params.w[k];
+{% if df %}
+{$ df_parts("n", "let") $}
+{% for o in range(block) %}
+{$ df_tap("wk", o, o if o < block - 1 else "n") $}
+{% endfor %}
+{% for o in range(block - 1) %}
+        h{$ o $} = {$ ("h" ~ (o + 1)) if o + 1 < block - 1 else "hn" $};
+        l{$ o $} = {$ ("l" ~ (o + 1)) if o + 1 < block - 1 else "ln" $};
+{% if two_prod != "fma" %}
+        hh{$ o $} = {$ ("hh" ~ (o + 1)) if o + 1 < block - 1 else "hhn" $};
+        hl{$ o $} = {$ ("hl" ~ (o + 1)) if o + 1 < block - 1 else "hln" $};
+{% endif %}
+{% endfor %}
+{% else %}
+{% for o in range(block) %}
+        acc{$ o $} += wk.x * {$ ("m" ~ o) if o < block - 1 else "mn" $};
+{% endfor %}
+{% for o in range(block - 1) %}
+        m{$ o $} = {$ ("m" ~ (o + 1)) if o + 1 < block - 1 else "mn" $};
+{% endfor %}
+{% endif %}
+    }
+{% for o in range(block) %}
+    if (first + {$ o $} < n) {
+{% if df %}
+{$ df_store(o, o) $}
+{% else %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = acc{$ o $};
+{% endif %}
+    }
+{% endfor %}
 {% else %}
 {% for i in range(block + taps - 1) %}
     let m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
@@ -160,18 +272,7 @@ fn main(
     // hi, lo of every loaded element, and hi's Dekker split (once per element, shared by the
     // taps of BLOCK outputs).
 {% for i in range(block + taps - 1) %}
-{% if vec == 2 %}
-    let h{$ i $} = m{$ i $}.xz;
-    let l{$ i $} = m{$ i $}.yw;
-{% else %}
-    let h{$ i $} = m{$ i $}.x;
-    let l{$ i $} = m{$ i $}.y;
-{% endif %}
-{% if two_prod != "fma" %}
-    let q{$ i $} = (4097.0 * h{$ i $}) * params.one;
-    let hh{$ i $} = q{$ i $} * params.one - (q{$ i $} - h{$ i $});
-    let hl{$ i $} = h{$ i $} - hh{$ i $};
-{% endif %}
+{$ df_parts(i, "let") $}
 {% endfor %}
 {% endif %}
 {% for o in range(block) %}
@@ -181,33 +282,9 @@ fn main(
         var lo = {$ vt $}(0.0);
         var raw = {$ vt $}(0.0);
 {% for k in range(taps) %}
-        {
-            let w = params.w[{$ k $}];
-            let ph = (w.x * h{$ o + k $}) * params.one;
-            raw += ph;
-{% if two_prod == "fma" %}
-            let err = fma({$ vt $}(w.x), h{$ o + k $}, -ph);
-{% else %}
-            let err = ((w.z * hh{$ o + k $} - ph) + w.z * hl{$ o + k $} + w.w * hh{$ o + k $})
-                + w.w * hl{$ o + k $};
-{% endif %}
-            let pl = err + (w.x * l{$ o + k $} + w.y * h{$ o + k $});
-            let s = hi + ph;
-            let bb = s * params.one - hi;
-            let e = (hi - (s - bb)) + (ph - bb);
-            let t = e + (lo + pl);
-            hi = s + t;
-            lo = t - (hi * params.one - s);
-        }
+{$ df_tap("params.w[" ~ k ~ "]", "", o + k) $}
 {% endfor %}
-        let bad = (bitcast<{$ vu $}>(raw) & {$ vu $}(0x7f800000u)) == {$ vu $}(0x7f800000u);
-        hi = select(hi, raw, bad);
-        lo = select(lo, {$ vt $}(0.0), bad);
-{% if vec == 2 %}
-        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = vec4<f32>(hi.x, lo.x, hi.y, lo.y);
-{% else %}
-        dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = vec2<f32>(hi, lo);
-{% endif %}
+{$ df_store("", o) $}
 {% else %}
         dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = {$ f32_sum(o) $};
 {% endif %}

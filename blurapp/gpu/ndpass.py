@@ -51,6 +51,7 @@ is one upload, one submission and one readback.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import struct
 import threading
@@ -98,7 +99,9 @@ KEPT_BYTES = 768 << 20
 KEPT_PIPELINES = 64  # as GpuFilter: ~3.5 MiB of JIT code each on lavapipe
 _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
-_UNIFORM_BYTES = 64 + 16 * 256  # every pass's uniform buffer: LineParams with its taps
+#: The most taps a rolled line pass (nd_line.wgsl's `roll`) takes from its uniform buffer.
+ROLL_TAPS = 1024
+_UNIFORM_BYTES = 64 + 16 * ROLL_TAPS  # every pass's uniform buffer: LineParams with its taps
 _WEIGHTS_START = 64 * 1024  # weight / tap buffers start here and double when a kernel needs it
 
 
@@ -185,9 +188,9 @@ class _Dispatch:
     uniforms: bytes
     data: bytes  # weights or taps (binding 2)
     invocations: int
-    # A looped dispatch computing the same (small arrays): runs while this one's pipeline is
-    # compiled in the background (NdPasses.run).
-    fallback: _Dispatch | None = None
+    # What makes a looped dispatch computing the same (small arrays): it runs while this
+    # one's pipeline is compiled in the background (NdPasses.run); made only then.
+    fallback: Callable[[], _Dispatch] | None = None
 
 
 def _groups(total: int) -> tuple[int, int]:
@@ -196,9 +199,14 @@ def _groups(total: int) -> tuple[int, int]:
     return gx, -(-groups // gx)
 
 
-#: The longest kernel a line pass unrolls (longer ones loop over a weights buffer, one output
-#: an invocation: nd_line_loop.wgsl); the uniform buffer holds one vec4 a tap.
-MAX_UNROLLED_TAPS = {"f32": 65, "df64": 33}
+#: The longest kernel a line pass unrolls; longer ones, up to ROLL_TAPS, loop over the taps
+#: with blocks of outputs from a rolling window of registers (nd_line.wgsl's `roll`), and
+#: beyond that one output an invocation (nd_line_loop.wgsl). The uniform buffer holds one vec4
+#: a tap. df64 always rolls: at 1 MP (wall ms, interleaved runs at load 2.6) rolled blocks of
+#: 8 took 62/110/105/152 against the unrolled blocks of 4's 99/201/180 and the looped 65 taps'
+#: 185 for sigma 1/2/4/8; f32 rolls beyond 33 taps (sigma 8: 37 against 56 unrolled), and
+#: unrolls up to it (equal at sigma 1-4 on 1 MP, 610 against 714-793 ms of CPU at 256^3).
+MAX_UNROLLED_TAPS = {"f32": 33, "df64": 0}
 
 
 def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -210,15 +218,19 @@ def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return top, hi - top
 
 
-def _line_block(taps: int, n: int, precision: str, vec: int) -> int:
+def _line_block(taps: int, n: int, precision: str, vec: int, roll: bool = False) -> int:
     """Outputs an invocation filters along the axis, no more than the axis holds.
 
-    f32: 8 with vec4 loads across the axis, else 16 from 15 to 33 taps and 8 otherwise (the
-    texture row pass measured the same); df64: 4 (its registers). At 256^3, 17 taps, a load
-    average of 15 (CPU ms, best of 3): vec4 blocks of 4/8/16 took 477/344/648, last-axis
-    (chunked) ones 921/671/422.
+    Unrolled f32: 8 with vec4 loads across the axis, else 16 from 15 to 33 taps and 8 otherwise
+    (the texture row pass measured the same). At 256^3, 17 taps, a load average of 15 (CPU ms,
+    best of 3): vec4 blocks of 4/8/16 took 477/344/648, last-axis (chunked) ones 921/671/422.
+    Rolled (registers for 2 x block values, not block + taps): df64 8 up to 17 taps, else 16
+    (1 MP, wall ms: blocks of 4/8/16 took 77/62/81 at sigma 1, 189/152/139 at sigma 8); f32 32
+    (sigma 8: 16/32/64 took 41/37/35).
     """
-    if precision == "df64":
+    if roll:
+        block = 32 if precision == "f32" else (8 if taps <= 17 else 16)
+    elif precision == "df64":
         block = 4
     elif vec > 1:
         block = 8
@@ -242,16 +254,17 @@ def _line_dispatch(
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
-    if taps > MAX_UNROLLED_TAPS[precision]:
+    roll = taps > MAX_UNROLLED_TAPS[precision]
+    if taps > ROLL_TAPS:
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     small = outer * n * inner < _small()
     if small and not _bake():
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     width = 2 if df else 4
     vec = width if inner % width == 0 else 1
-    block = _line_block(taps, n, precision, vec)
+    block = _line_block(taps, n, precision, vec, roll)
     # Along the last axis, f32 lines read as vec4 chunks (nd_line.wgsl).
-    chunked = not df and inner == 1 and n % 4 == 0 and block % 4 == 0
+    chunked = not df and not roll and inner == 1 and n % 4 == 0 and block % 4 == 0
     blocks = -(-n // block)
     inner_v = inner // vec
     invocations = outer * blocks * inner_v
@@ -264,16 +277,18 @@ def _line_dispatch(
     else:
         with np.errstate(over="ignore"):
             per_tap[:, 0] = weights.astype(np.float32)
-    header = (outer, n, inner_v, blocks, centre, gx, 1.0, invocations, *constant, 0.0, 0.0)
-    uniforms = struct.pack("<IIIIiIfIffff", *header) + per_tap.tobytes()
+    header = (outer, n, inner_v, blocks, centre, gx, 1.0, invocations, *constant, taps, 0)
+    uniforms = struct.pack("<IIIIiIfIffII", *header) + per_tap.tobytes()
     template: dict[str, Any] = {
         "precision": precision, "taps": taps, "block": block, "vec": vec, "wg": _WG,
     }  # fmt: skip
+    if roll:  # one pipeline for every length: the taps are a loop
+        template.update(roll=True, roll_taps=ROLL_TAPS, taps=0)
     if df:
         template["two_prod"] = two_prod
     if centre <= n - 1 and taps - 1 - centre <= n - 1:  # one reflection at most
         template["near"] = True
-    if not df:  # pairs of equal weights share one multiply (nd_line.wgsl's f32_sum)
+    if not df and not roll:  # pairs of equal weights share one multiply (nd_line.wgsl's f32_sum)
         rev = weights[::-1]
         if np.array_equal(weights, rev) and taps > 1:
             template["sym"] = 1
@@ -283,7 +298,9 @@ def _line_dispatch(
         template["chunked"] = True
         template["s0"] = -centre % 4
     fallback = (
-        _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
+        functools.partial(
+            _line_loop_dispatch, shape3, weights, centre, mode, constant, precision, two_prod
+        )
         if small
         else None
     )
@@ -499,6 +516,9 @@ class NdPasses:
         self._layout: tuple[Any, Any] | None = None
         self._uniforms: list[Any] = []
         self._data: list[Any] = []
+        # The bytes each slot's buffers hold (None: unknown).
+        self._uniforms_held: list[bytes | None] = []
+        self._data_held: list[bytes | None] = []
         self._data_capacity = _WEIGHTS_START
         self._baking: set[tuple[Any, ...]] = set()  # pipelines compiling in the background
 
@@ -529,6 +549,8 @@ class NdPasses:
             self._arrays.clear()
             self._uniforms.clear()
             self._data.clear()
+            self._uniforms_held.clear()
+            self._data_held.clear()
             self._data_capacity = _WEIGHTS_START
 
     # -- running -----------------------------------------------------------------------------
@@ -543,7 +565,6 @@ class NdPasses:
         (each reads the previous one's output), read the last output back: float32 of
         ``data``'s shape, or what ``convert`` makes of a read-only view of the mapped buffer
         (valid only during the call: the df64 join reads it without a copy)."""
-        import wgpu
 
         data = np.ascontiguousarray(data, dtype=np.float32)
         nbytes = max(16, -(-data.nbytes // 16) * 16)  # whole vec4s: the shaders' widest load
@@ -553,24 +574,35 @@ class NdPasses:
             device.queue.write_buffer(bufs.a, 0, data)
             encoder = device.create_command_encoder()
             src, dst = bufs.a, bufs.b
+            compute = None
             dispatches = [self._ready(d) for d in dispatches]
             self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
             for i, d in enumerate(dispatches):
-                device.queue.write_buffer(self._uniforms[i], 0, d.uniforms)
-                if d.data:
+                # A slot's uniforms and weights are written only when they change (a repeated
+                # call on a small array writes none).
+                if self._uniforms_held[i] != d.uniforms:
+                    device.queue.write_buffer(self._uniforms[i], 0, d.uniforms)
+                    self._uniforms_held[i] = d.uniforms
+                if d.data and self._data_held[i] != d.data:
                     device.queue.write_buffer(self._data[i], 0, d.data)
+                    self._data_held[i] = d.data
                 pipeline = self._pipeline(d)
                 group = self._bind_group(bufs, src, dst, i)
-                compute = encoder.begin_compute_pass()
+                # One compute pass for all: each dispatch is its own usage scope in WebGPU, so
+                # the next one sees this one's writes.
+                compute = compute or encoder.begin_compute_pass()
                 compute.set_pipeline(pipeline)
                 compute.set_bind_group(0, group)
                 gx, gy = _groups(d.invocations)
                 compute.dispatch_workgroups(gx, gy, 1)
-                compute.end()
                 src, dst = dst, src
+            if compute is not None:
+                compute.end()
             encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
             device.queue.submit([encoder.finish()])
-            bufs.readback.map_sync(wgpu.MapMode.READ)
+            # The copy above was submitted: no empty submission to "sync" the map first (what
+            # map_sync(READ) adds each time; wgpu's own read_buffer maps the same way).
+            bufs.readback.map_async("READ_NOSYNC").sync_wait()
             try:
                 raw = bufs.readback.read_mapped(0, data.nbytes, copy=False)
                 view = np.frombuffer(raw, dtype=np.float32).reshape(data.shape)
@@ -617,10 +649,12 @@ class NdPasses:
                 capacity *= 2
             self._data_capacity = capacity
             self._data = []
+            self._data_held = []
             for bufs in self._arrays.values():  # they bound the old buffers
                 bufs.bind_groups.clear()
         while len(self._data) < passes:
             self._data.append(device.create_buffer(size=self._data_capacity, usage=storage))
+            self._data_held.append(None)
             self.stats["buffers"] += 1
         while len(self._uniforms) < passes:
             self._uniforms.append(
@@ -628,6 +662,7 @@ class NdPasses:
                     size=_UNIFORM_BYTES, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
                 )
             )
+            self._uniforms_held.append(None)
             self.stats["buffers"] += 1
 
     def _layouts(self) -> tuple[Any, Any]:
@@ -703,7 +738,7 @@ class NdPasses:
                         self._baking.discard(key)
 
             threading.Thread(target=bake, name="ndpass-bake", daemon=True).start()
-        return d.fallback
+        return d.fallback()
 
     def wait_baked(self, timeout: float = 60.0) -> None:
         """Wait until no pipeline is being compiled in the background (tests)."""
@@ -1199,8 +1234,8 @@ def _nd_gpu(
         for wp, cp in pieces:
             d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)
             if piece.size < _small():  # one piece: the looped shader while this one compiles
-                loop = _taps_loop_dispatch(piece.shape, kept, centres, modes, const_pair,
-                                           precision, two_prod)  # fmt: skip
+                loop = functools.partial(_taps_loop_dispatch, piece.shape, kept, centres, modes,
+                                         const_pair, precision, two_prod)  # fmt: skip
                 d = dataclasses.replace(d, fallback=loop)
             if df:
                 res = engine.run(data, [d], lambda v: _join(v, x_exp + w_exp))
