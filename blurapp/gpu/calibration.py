@@ -243,6 +243,13 @@ def note_user_run() -> None:
         _last_user_run = time.monotonic()
 
 
+def wait_for_quiet(stop: threading.Event | None = None) -> None:
+    """Block the calling thread (background GPU work: this calibration, the engine's baking of
+    pipelines) while user work holds it: while :func:`pause` is in force and for
+    :data:`YIELD_S` after the last user run; returns at once when ``stop`` is set."""
+    _wait_for_quiet(stop or threading.Event())
+
+
 def _wait_for_quiet(stop: threading.Event) -> None:
     while not stop.is_set():
         quiet = time.monotonic() - _last_user_run

@@ -9,6 +9,7 @@ size (:class:`~blurapp.gpu.lru.LruCache`): the least recently used entries go fi
 from __future__ import annotations
 
 import math
+import os
 import struct
 import threading
 import time
@@ -26,7 +27,7 @@ from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.lowrank import MAX_TERMS
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
-from blurapp.gpu.calibration import note_user_run
+from blurapp.gpu.calibration import note_user_run, wait_for_quiet
 from blurapp.gpu.device import GpuContext, get_device
 from blurapp.gpu.lru import LruCache
 from blurapp.gpu.shaders import load_shader
@@ -314,6 +315,18 @@ def modelled_bytes(
     return {p.name: _pass_bytes(p, texel) for p in passes}
 
 
+#: How much lower than its caller a background bake's thread runs (Linux ``nice``).
+BAKE_NICE = 10
+
+
+def _lower_thread_priority(step: int) -> None:
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + step)
+    except (AttributeError, OSError):  # not Linux, or not allowed: the same priority
+        pass
+
+
 class GpuFilter:
     """Runs the GPU strategies on one device, caching pipelines and per-shape resources.
 
@@ -511,8 +524,13 @@ class GpuFilter:
         device = self.context.device
 
         def bake() -> None:
-            # The compile itself runs outside the lock, beside the runs (wgpu's device is
-            # thread-safe); only the finished pipeline goes into the cache, under the lock.
+            # Background work: below the user's threads (Linux nice +10) and held, as the
+            # background calibration is, while user work waits or runs (the window's preview
+            # pauses it) and for a moment after the last user run. The compile itself runs
+            # outside the lock, beside the runs (wgpu's device is thread-safe); only the
+            # finished pipeline goes into the cache, under the lock.
+            _lower_thread_priority(BAKE_NICE)
+            wait_for_quiet()
             try:
                 module = device.create_shader_module(
                     label=p.shader, code=load_shader(p.shader, **dict(p.template))

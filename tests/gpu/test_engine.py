@@ -547,6 +547,32 @@ def test_a_new_kernel_is_not_compiled_and_the_baked_pipeline_gives_the_same_valu
     assert not np.array_equal(first, buffered)
 
 
+def test_background_baking_waits_while_user_work_holds_it(fresh_filter) -> None:
+    """Baking is background work: while the window's user work holds the background (the
+    scheduler's pause, as for the calibration) no bake compiles; it goes on after."""
+    import time
+
+    from blurapp.gpu import calibration
+
+    f = fresh_filter
+    f.BAKE_IN_BACKGROUND = True
+    x = image((19, 23, 3), "hold")
+    k = kernel("gaussian:sigma=1.7")
+    calibration.pause()
+    try:
+        first, _ = f.run(x, k, "clamp", "separable")
+        time.sleep(1.5)
+        assert f.stats["baked_in_background"] == 0
+    finally:
+        calibration.resume()
+    deadline = time.monotonic() + 60
+    while f.stats["baked_in_background"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert f.stats["baked_in_background"] == 2
+    again, _ = f.run(x, k, "clamp", "separable")
+    np.testing.assert_array_equal(again, first)
+
+
 def test_baked_pipelines_compile_in_the_background_and_are_swapped_in(fresh_filter) -> None:
     """Where baking pays (hardware adapters; forced here), a new kernel runs the buffer
     variant at once while its baked pipelines compile on a thread; later runs use them, with
