@@ -12,9 +12,11 @@
 //
 // Along the last axis (`chunked`, f32, n a multiple of 4), the BLOCK + TAPS - 1 elements are
 // read as vec4 chunks of the line (`s0` = -centre mod 4 places the window in them, fixed per
-// pipeline) and the outputs stored as vec4s; neighbouring invocations take neighbouring lines at
-// the same block, so that the test "window inside the line" agrees across a SIMD row and only
-// rows at a line's ends take the border-mapped loads.
+// pipeline) and the outputs stored as vec4s; neighbouring invocations take neighbouring blocks
+// of one line, so that a SIMD row's loads stay within a few cache lines (lavapipe loads lane by
+// lane) and only the rows at a line's ends take the border-mapped loads. (Neighbouring lines at
+// the same block, as before, took 6.8 against 4.5 ms a 1-tap pass on 1024^2 and 10.8 against
+// 8.6 ms with 17 taps; 4K with 17 taps 119 against 76 ms.)
 //
 // The weights sit in the uniform buffer (a constant index: one scalar load, not one per lane),
 // so every kernel of a length shares one pipeline. Every tap is multiplied, zero weights too
@@ -171,8 +173,8 @@ fn main(
     }
 {% if chunked %}
     let jv = 0u;
-    let b = g / params.outer;
-    let row = (g % params.outer) * params.n;
+    let b = g % params.blocks;
+    let row = (g / params.blocks) * params.n;
 {% else %}
     let jv = g % params.inner_v;
     let rest = g / params.inner_v;

@@ -157,7 +157,11 @@ def _run_passes(
     while k < len(passes):
         ct = _compute_dtype(cur.dtype)
         if ct == output.dtype:  # no cast between the rest: one chain without round trips
-            _store(_gpu.run_passes(_values(cur), passes[k:], strategy=strategy), output)
+            # The read-back straight into the output where it can take it (no new array).
+            into = output if output.flags.c_contiguous else None
+            result = _gpu.run_passes(_values(cur), passes[k:], strategy=strategy, out=into)
+            if result is not output:
+                _store(result, output)
             return output
         values = _values(cur)
         result = _gpu.run_passes(values, passes[k : k + 1], strategy=strategy)

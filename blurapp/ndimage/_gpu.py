@@ -153,10 +153,17 @@ def _f32_weights(weights: np.ndarray) -> np.ndarray:
 
 
 def run_passes(
-    x: np.ndarray, passes: Sequence[Pass], *, strategy: str | None, split: bool = True
+    x: np.ndarray,
+    passes: Sequence[Pass],
+    *,
+    strategy: str | None,
+    split: bool = True,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Run ``passes`` one after another on ``x`` (float32 or float64, any shape): each reads
-    the previous one's result. Returns a new array of ``x``'s dtype and shape.
+    the previous one's result. Returns a new array of ``x``'s dtype and shape, or ``out`` (a
+    C-contiguous array of that dtype and shape, ``x`` itself too) where the GPU passes read
+    their result back straight into it; a caller stores the result when it is not ``out``.
 
     ``strategy=None`` runs them on :mod:`blurapp.gpu.ndpass`, chained without reading back
     between them, in f32 for float32 and double-float for float64; a strategy name runs each
@@ -182,7 +189,9 @@ def run_passes(
             ndpass.Line(p.axis, p.weights, Border(MODES[p.mode]), p.origin, cval=p.cval)
             for p in passes
         ]
-        return ndpass.correlate1d_chain(np.ascontiguousarray(x), lines, precision=precision)
+        return ndpass.correlate1d_chain(
+            np.ascontiguousarray(x), lines, precision=precision, out=out
+        )
     if _one_pass_per_axis_2d(x, passes):
         # A 2-D image with one pass along each axis and one border: the outer product is one
         # rank-1 kernel, which the engine's strategy runs as it runs any (separable: its row

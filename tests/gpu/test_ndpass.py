@@ -127,6 +127,55 @@ def test_line_df64_within_1e12_of_scipy(engine, df64_ok, shaders, ndim: int, mod
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_rolled_line_passes(engine, df64_ok, monkeypatch, precision: str, mode: str) -> None:
+    """The rolled passes (nd_line.wgsl's `roll`: the taps a loop, blocks of outputs from a
+    rolling window; df64 always, f32 beyond its unrolled limit, forced here for every length),
+    also with kernels of 65 and 129 taps and blocks that end past the axis, against scipy."""
+    monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(7 + len(mode))
+    df = precision == "df64"
+    for shape in [(37, 50), (3, 9, 8), (130,), (6, 33)]:
+        x = 1e8 + rng.normal(size=shape) if df else rng.normal(size=shape).astype(np.float32)
+        for axis, size in itertools.product(range(len(shape)), (1, 4, 7, 65, 129)):
+            w = rng.normal(size=size)
+            for origin in _origins(size):
+                line = Line(axis, w, border, origin, cval=CVAL)
+                got = correlate1d_chain(x, [line], precision=precision, passes_engine=engine)
+                want = ndi.correlate1d(
+                    x.astype(np.float64), w, axis=axis, mode=scipy_mode, cval=CVAL, origin=origin
+                )
+                scale = float(np.abs(w).sum()) * max(float(np.abs(x).max()), CVAL)
+                bound = 1e-12 if df else 4 * size * 2.0**-24
+                assert _rel_err(got, want, scale) < bound, (shape, axis, size, origin)
+    assert any(dict(key[1]).get("roll") for key in engine._pipelines)
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_chain_reads_back_into_out(engine, df64_ok, precision: str) -> None:
+    """``out=`` receives the result (the input itself too); a wrong one is refused."""
+    dtype = np.float32 if precision == "f32" else np.float64
+    x = np.random.default_rng(3).normal(size=(40, 24)).astype(dtype)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.MIRROR))]  # fmt: skip
+    correlate1d_chain(x, lines, precision=precision, passes_engine=engine)
+    engine.wait_baked()  # every call below on the same pipelines (the same arithmetic)
+    want = correlate1d_chain(x, lines, precision=precision, passes_engine=engine)
+    out = np.empty_like(x)
+    got = correlate1d_chain(x, lines, precision=precision, passes_engine=engine, out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, want)
+    same = x.copy()
+    again = correlate1d_chain(same, lines, precision=precision, passes_engine=engine, out=same)
+    assert again is same
+    np.testing.assert_array_equal(same, want)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        correlate1d_chain(x, lines, precision=precision, passes_engine=engine, out=out.T)
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
 def test_chain_of_three_passes_runs_without_readback(
     engine, df64_ok, shaders, precision: str
 ) -> None:
