@@ -4,9 +4,14 @@ when freed instead of staying in per-thread arenas.
 
 With glibc's default (a threshold that grows to the largest block freed, up to 32 MiB) a batch
 of six 4K PNGs streamed a band at a time grew from 200 to 346 MiB over the six files; with a
-fixed 4 MiB threshold it stays at about 210 MiB (docs/PERFORMANCE.md, "Batch memory"). This is a
+fixed 4 MiB threshold it stays at about 210 MiB (docs/PERFORMANCE.md, "Batch memory"). The
+number of arenas is bounded too (:data:`ARENAS`, one per core of the machine the figures were
+measured on): each of the dozen threads a streamed batch runs (decoding, tiles, GPU runs, the
+writer) otherwise gets an arena of its own, and the blocks under the threshold that each keeps
+cost six 4K PNGs in 784² tiles 254-260 MiB at their peak instead of 226 MiB. This is a
 process-wide change: only command entry points call :func:`bound_heap`, and
-``BLURAPP_HEAP=default`` (or glibc's own ``MALLOC_MMAP_THRESHOLD_``) leaves the heap alone.
+``BLURAPP_HEAP=default`` (or glibc's own ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_ARENA_MAX``)
+leaves the heap alone.
 """
 
 from __future__ import annotations
@@ -15,17 +20,22 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["MMAP_THRESHOLD", "bound_heap"]
+__all__ = ["ARENAS", "MMAP_THRESHOLD", "bound_heap"]
 
 #: Blocks of at least this many bytes are mapped on their own and unmapped when freed.
 MMAP_THRESHOLD = 4 * 2**20
 
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+#: The most malloc arenas the process's threads share.
+ARENAS = 2
+
+_M_MMAP_THRESHOLD = -3  # mallopt's parameter numbers (malloc.h)
+_M_ARENA_MAX = -8
 
 
-def bound_heap(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Fix glibc's mmap threshold at ``threshold`` bytes; returns whether it was set (not on
-    another C library, nor when the environment says to leave the heap alone)."""
+def bound_heap(threshold: int = MMAP_THRESHOLD, arenas: int = ARENAS) -> bool:
+    """Fix glibc's mmap threshold at ``threshold`` bytes and its arenas at ``arenas``; returns
+    whether the threshold was set (not on another C library, nor when the environment says to
+    leave the heap alone)."""
     if os.environ.get("BLURAPP_HEAP") == "default" or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
     name = ctypes.util.find_library("c")
@@ -37,4 +47,6 @@ def bound_heap(threshold: int = MMAP_THRESHOLD) -> bool:
     except (OSError, AttributeError):  # not glibc
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    if "MALLOC_ARENA_MAX" not in os.environ:
+        mallopt(_M_ARENA_MAX, int(arenas))
     return bool(mallopt(_M_MMAP_THRESHOLD, int(threshold)))

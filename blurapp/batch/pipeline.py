@@ -54,6 +54,7 @@ __all__ = [
     "StreamPlan",
     "available_memory",
     "band_bytes",
+    "band_side",
     "check_memory",
     "process_file",
     "run_pipeline",
@@ -71,9 +72,22 @@ __all__ = [
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 
 #: batch's PNGs stream a band of rows at a time (:func:`stream_plan`) in tiles of at most this
-#: side, halo included: a 4K photo's GPU textures are then those of a 512² tile (about 1 MB
-#: each, 4 MB for the float intermediate) instead of the whole image's 0.27 GB.
-BAND_TILE_SIDE = 512
+#: side, halo included (:func:`band_side` picks the side for each image size): a 4K photo's GPU
+#: textures are then those of a tile (784²: about 2.5 MB each, 10 MB for the float
+#: intermediate) instead of the whole image's 0.27 GB.
+BAND_TILE_SIDE = 1024
+
+#: The smallest band tile side :func:`band_side` considers (halo included).
+BAND_TILE_MIN = 256
+
+#: What one more tile costs, in texels of GPU work: the fixed part of a tile's run (planning,
+#: recording and submitting its passes, mapping its readback; a few ms on lavapipe). Measured on
+#: six 4K PNGs (docs/PERFORMANCE.md, "Batch memory"): 784² tiles (15 per image) took 1.3 s less
+#: CPU than 512² tiles (40 per image, of 2.7 times the per-tile work and 14 % more texels).
+TILE_COST_TEXELS = 1 << 17
+
+#: :func:`band_side` keeps a streamed PNG's own bytes (:func:`band_bytes`) under this.
+BAND_BYTES_MAX = 96 * 2**20
 
 #: ``BLURAPP_BANDS=0`` turns band streaming off (every PNG decoded whole, as before it).
 BANDS_ENV = "BLURAPP_BANDS"
@@ -150,8 +164,8 @@ class StreamPlan:
 
     @property
     def look_back(self) -> int:
-        """Rows of one row of the grid's tiles, halo included: how far above the latest request
-        a band source must keep rows."""
+        """Rows of one row of the grid's tiles, halo included: how far above the furthest row
+        requested a band source must keep rows."""
         top, bottom, _, _ = self.grid.halo
         return min(self.grid.side, self.grid.height) + top + bottom
 
@@ -184,9 +198,9 @@ def band_bytes(
     grid: TileGrid, channels: int, dtype: np.dtype, spec: FilterSpec, out_dtype: np.dtype
 ) -> int:
     """Host bytes a PNG streamed a band at a time holds at its worst moment: the tiles in flight
-    and one tile's GPU resources (as :func:`streaming_bytes`), the source's rows (two rows of
-    tiles and a decoding step) and the writer's bands (one being filled, one queued, one being
-    encoded)."""
+    and one tile's GPU resources (as :func:`streaming_bytes`), the source's rows (a row of tiles
+    with its halo and a decoding step) and the writer's bands (one being filled, one queued, one
+    being encoded)."""
     top, bottom, left, right = grid.halo
     rows = min(grid.side, grid.height) + top + bottom
     cols = min(grid.side, grid.width) + left + right
@@ -194,7 +208,47 @@ def band_bytes(
     gpu = rows * cols * 16 * 4
     row_in = grid.width * max(channels, 1) * np.dtype(dtype).itemsize
     row_out = grid.width * max(channels, 1) * np.dtype(out_dtype).itemsize
-    return 3 * tile + gpu + (2 * rows + 64) * row_in + 3 * min(grid.side, grid.height) * row_out
+    return 3 * tile + gpu + (rows + 64) * row_in + 3 * min(grid.side, grid.height) * row_out
+
+
+def band_side(
+    shape: tuple[int, int],
+    kernel_shape: tuple[int, int],
+    channels: int,
+    dtype: np.dtype,
+    spec: FilterSpec,
+    out_dtype: np.dtype,
+    largest: int = BAND_TILE_SIDE,
+) -> int:
+    """The band tile side (halo included) a PNG of ``shape`` streams in: of the sides from
+    :data:`BAND_TILE_MIN` to ``largest`` whose :func:`band_bytes` stay under
+    :data:`BAND_BYTES_MAX`, the one that runs the fewest texels, each tile counting
+    :data:`TILE_COST_TEXELS` more. Edge tiles run whole (:func:`blurapp.core.tiling.gather`), so
+    a side whose tiles fit the image's width and height wastes the least: a 3840×2160 photo
+    with a 17×17 kernel runs in 15 tiles of 784² (768² outputs each) rather than 40 of 512²."""
+    height, width = shape
+    top, bottom, left, right = halo = (
+        kernel_shape[0] // 2,
+        kernel_shape[0] - 1 - kernel_shape[0] // 2,
+        kernel_shape[1] // 2,
+        kernel_shape[1] - 1 - kernel_shape[1] // 2,
+    )
+    pad = max(top + bottom, left + right)
+    floor = max(BAND_TILE_MIN, 4 * max(kernel_shape))  # halos a small share of a tile
+    if largest <= floor:
+        return max(largest, 4 * max(kernel_shape))
+    best: tuple[float, int] | None = None
+    for side in range(floor, largest + 1, 16):
+        grid = TileGrid(height, width, side - pad, halo)
+        if best is not None and band_bytes(grid, channels, dtype, spec, out_dtype) > BAND_BYTES_MAX:
+            continue
+        rows = min(side, height + top + bottom)
+        cols = min(side, width + left + right)
+        cost = grid.count * (rows * cols + TILE_COST_TEXELS)
+        if best is None or cost < best[0]:
+            best = (cost, side)
+    assert best is not None
+    return best[1]
 
 
 def _band_plan(
@@ -210,8 +264,10 @@ def _band_plan(
     if encode.frame is not None:  # --frame N: the frame reader says what there is
         return None
     out_dtype = file_dtype(spec, info.dtype, fmt)
-    side = min(encode.max_tile_side or BAND_TILE_SIDE, BAND_TILE_SIDE)
-    side = max(side, 4 * max(spec.effective_kernel.shape))  # halos a small share of a tile
+    side = band_side(
+        (info.height, info.width), spec.effective_kernel.shape, info.channels, info.dtype, spec,
+        out_dtype, min(encode.max_tile_side or BAND_TILE_SIDE, BAND_TILE_SIDE),
+    )  # fmt: skip
     try:
         grid = tile_grid(
             (info.height, info.width), spec.effective_kernel, spec.strategy, max_tile_side=side

@@ -7,8 +7,10 @@ meant (8 or 16 bits, grey, grey+alpha, RGB or RGBA, not interlaced, no tRNS colo
 an array-like with ``shape``, ``dtype`` and 2-D slicing whose pixels equal what
 :func:`blurapp.io.read_image` gives for the same file, read in the order of a tile grid (row by
 row). Rows are decoded once, as the requests reach them, and let go once no later request of
-the grid can reach them (``look_back`` rows behind the latest request); a request above the rows
-held (a second pass, as ``--range normalize`` makes) decodes the file again from its start.
+the grid can reach them (``look_back`` rows above the furthest row asked for: a row of tiles with
+its halo spans that many rows, and every later request of the grid starts within or below it); a
+request above the rows held (a second pass, as ``--range normalize`` makes) decodes the file
+again from its start.
 
 :func:`png_sink` writes a PNG from windows handed to it in the order of a tile grid (as
 :func:`blurapp.pipeline.stream_pixels` calls its sink): each finished row of windows goes to an
@@ -239,6 +241,7 @@ class PngRowSource:
         self._lock = threading.Lock()
         self._buf = np.empty((0, width, self._channels), self.dtype)
         self._lo = self._hi = 0  # rows [lo, hi) are held, at buf[0 : hi - lo]
+        self._reach = 0  # the furthest row asked for (exclusive)
         self._ctx: int | None = None
         self._fh: IO[bytes] | None = None
         self._reader: Any = None
@@ -331,7 +334,11 @@ class PngRowSource:
         drop = max(0, min(keep_from, self._hi) - self._lo)
         held = self._hi - self._lo - drop
         if held + rows > self._buf.shape[0]:
-            grown = np.empty((max(held + rows, 2 * held), *self._buf.shape[1:]), self.dtype)
+            # Made once, of the rows a grid's requests hold (the look-back and a decoding step);
+            # only a request larger than that (a test's whole image) grows it further, doubling.
+            planned = self._look_back + _DECODE_STEP
+            size = max(held + rows, planned if held + rows <= planned else 2 * held)
+            grown = np.empty((size, *self._buf.shape[1:]), self.dtype)
             grown[:held] = self._buf[drop : drop + held]
             self._buf = grown
         elif drop:
@@ -347,7 +354,9 @@ class PngRowSource:
         with self._lock:
             if r0 < self._lo:  # a second pass: from the start again
                 self._restart()
-            keep_from = max(self._lo, r0 - self._look_back)
+                self._reach = 0
+            self._reach = max(self._reach, r1)
+            keep_from = max(self._lo, min(r0, self._reach - self._look_back))
             self._decode_to(r1, keep_from)
             block = np.array(self._buf[r0 - self._lo : r1 - self._lo, xs])
         return block[:, :, 0] if self._channels == 1 else block
@@ -359,8 +368,8 @@ def open_png_source(path: str | os.PathLike[str], *, look_back: int) -> PngRowSo
     frames, an EXIF orientation other than upright).
 
     Arguments:
-        look_back: rows above the latest request that later requests may still reach (a tile
-            with its halo: what the grid's windows of one row span).
+        look_back: rows above the furthest row requested that later requests may still reach
+            (a tile with its halo: what the grid's windows of one row span).
     """
     if _spng() is None:
         return None
@@ -387,12 +396,19 @@ class PngSink(BandQueue):
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, backlog: int = 1) -> None:
         super().__init__(shape, dtype, backlog, "PNG")
         self._band: np.ndarray | None = None
+        # Bands the encoder is done with, filled again: no new mapping (and page faults) per
+        # band. At most one band being filled, ``backlog`` queued and one being encoded exist.
+        self._spare: list[np.ndarray] = []
 
     def __call__(self, window: tuple[int, int, int, int], pixels: np.ndarray) -> None:
         y0, y1, x0, x1 = window
         if self._accept(window):
-            self._band = np.empty((y1 - y0, self._width, self._channels), self.dtype)
-            self._count(y1 - y0)
+            rows = y1 - y0
+            spare = self._spare.pop() if self._spare else None
+            if spare is None or spare.shape[0] < rows:
+                spare = np.empty((rows, self._width, self._channels), self.dtype)
+            self._band = spare[:rows]
+            self._count(rows)
         assert self._band is not None
         self._band[:, x0:x1] = pixels if pixels.ndim == 3 else pixels[:, :, np.newaxis]
         self._filled = x1
@@ -407,8 +423,11 @@ class PngSink(BandQueue):
         self._finish(self._row_y1)
 
     def bands(self) -> Iterator[np.ndarray]:
-        """The rows, a band at a time (run on the encoder's thread)."""
-        yield from self._received()
+        """The rows, a band at a time (run on the encoder's thread); each band is filled again
+        once the encoder asks for the next one."""
+        for band in self._received():
+            yield band
+            self._spare.append(band if band.base is None else band.base)
 
 
 def _encode(
