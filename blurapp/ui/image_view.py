@@ -255,6 +255,8 @@ class ImageView(QGraphicsView):
 
     def set_note(self, text: str) -> None:
         """A line over the view's top-left corner (e.g. "preview at 25 %…"); "" hides it."""
+        if text == self._note.text() and self._note.isVisibleTo(self) == bool(text):
+            return  # each change lays the label out and repaints the picture under it
         self._note.setText(text)
         self._note.adjustSize()
         self._note.setVisible(bool(text))

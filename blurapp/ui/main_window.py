@@ -98,6 +98,10 @@ __all__ = ["MainWindow", "sample_path"]
 COMPARE_DEBOUNCE_MS = 150
 REFINE_AFTER_MS = 150  # see schedule_live
 VIEW_DEBOUNCE_MS = 120
+#: The full result's progress (status bar, the view's note) is redrawn at most this often: a
+#: 12 MP result reports every tile, and each redraw repaints the progress bar at once (Qt's
+#: QProgressBar.setValue) and the picture under the note, on the UI thread.
+PROGRESS_REFRESH_MS = 150
 ANALYSIS_DEBOUNCE_MS = 60
 CHANNELS = ("preview", "live", "strategies", "borders", "adapter", "warm")
 CPU_CHANNELS = ("open", "write", "display", "before", "analysis")
@@ -153,6 +157,8 @@ class MainWindow(QMainWindow):
         self._save_progress: tuple[int, int] | None = None
         self._view_timer = QTimer(self, singleShot=True, interval=VIEW_DEBOUNCE_MS)
         self._view_timer.timeout.connect(self._view_settled)
+        self._progress_timer = QTimer(self, singleShot=True, interval=PROGRESS_REFRESH_MS)
+        self._progress_timer.timeout.connect(self._update_progress)
 
         self._undo_base = self.model.spec  # the spec the next recorded change starts from
         self._build_widgets()
@@ -694,7 +700,9 @@ class MainWindow(QMainWindow):
             self.compare.borders.show_progress(partial.done, partial.total)
         elif channel == "live" and isinstance(partial, LiveProgress):
             self._live_progress = (partial.done, partial.total)
-            self._update_progress()
+            if not self._progress_timer.isActive():  # else the timer's end shows the latest
+                self._update_progress()
+                self._progress_timer.start()
         elif channel.startswith("save:") and isinstance(partial, tuple):
             self._save_progress = partial
             self.files.save_progress(*partial)
