@@ -219,7 +219,9 @@ def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return top, hi - top
 
 
-def _line_block(taps: int, n: int, precision: str, vec: int, roll: bool = False) -> int:
+def _line_block(
+    taps: int, n: int, precision: str, vec: int, roll: bool = False, chunked: bool = False
+) -> int:
     """Outputs an invocation filters along the axis, no more than the axis holds.
 
     Unrolled f32: 8 with vec4 loads across the axis, else 16 from 15 to 33 taps and 8 otherwise
@@ -227,7 +229,9 @@ def _line_block(taps: int, n: int, precision: str, vec: int, roll: bool = False)
     best of 3): vec4 blocks of 4/8/16 took 477/344/648, last-axis (chunked) ones 921/671/422.
     Rolled (registers for 2 x block values, not block + taps): df64 8 up to 17 taps, else 16
     (1 MP, wall ms: blocks of 4/8/16 took 77/62/81 at sigma 1, 189/152/139 at sigma 8); f32 32
-    (sigma 8: 16/32/64 took 41/37/35).
+    (sigma 8: 16/32/64 took 41/37/35). f32 along the last axis (vec4 chunks of one line): 16
+    below 15 taps, else 32 (1024^2, ms a pass, blocks of 8/16/32: 3.9/3.3/3.1 with 3 taps,
+    5.2/4.2/4.7 with 9, 7.9/6.7/6.0 with 17, 15.0/11.0/9.5 with 33; load 4).
     """
     if roll:
         block = 32 if precision == "f32" else (8 if taps <= 17 else 16)
@@ -235,6 +239,8 @@ def _line_block(taps: int, n: int, precision: str, vec: int, roll: bool = False)
         block = 4
     elif vec > 1:
         block = 8
+    elif chunked:
+        block = 32 if taps >= 15 else 16
     else:
         block = 16 if 15 <= taps <= 33 else 8
     while block > 1 and block // 2 >= n:
@@ -263,9 +269,10 @@ def _line_dispatch(
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     width = 2 if df else 4
     vec = width if inner % width == 0 else 1
-    block = _line_block(taps, n, precision, vec, roll)
     # Along the last axis, f32 lines read as vec4 chunks (nd_line.wgsl).
-    chunked = not df and not roll and inner == 1 and n % 4 == 0 and block % 4 == 0
+    chunked = not df and not roll and inner == 1 and n % 4 == 0
+    block = _line_block(taps, n, precision, vec, roll, chunked)
+    chunked = chunked and block % 4 == 0
     blocks = -(-n // block)
     inner_v = inner // vec
     invocations = outer * blocks * inner_v
