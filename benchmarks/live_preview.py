@@ -323,6 +323,21 @@ def _type_spec(window, text: str) -> None:
     QTest.keyClick(field, Qt.Key.Key_Return)
 
 
+def _what_ran(window, start: float, end: float | None) -> list[str]:
+    """The scheduler's events between a change (perf_counter ``start``) and its picture
+    (``--trace-stalls``): "+ms channel event" lines, what a slow step waited behind."""
+    scheduler = getattr(window.runner, "scheduler", None)
+    if scheduler is None or end is None:
+        return []
+    shift = time.monotonic() - time.perf_counter()  # the timeline is time.monotonic()'s
+    lo, hi = start + shift - 0.05, end + shift
+    return [
+        f"{(t - start - shift) * 1e3:+.0f} ms {channel}#{gen} {event}"
+        for t, channel, gen, event in list(scheduler.timeline)
+        if lo <= t <= hi
+    ]
+
+
 def _full_results(window, since_generation: int) -> int | None:
     """Full-resolution runs of the live channel that were started since a generation
     (``None`` for a window without the scheduler's log, such as an older blurapp's)."""
@@ -360,6 +375,8 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
         designer.sigma.setValue(sigma)
         shown = clock.wait_shown(t, lambda s, v=sigma: sigma_of(s) == v)
         steps.append(_ms(shown, t))
+        if TRACE_STALLS:
+            out.setdefault("steps_ran", []).append(_what_ran(window, t, shown))
         clock.pump(max(0.0, 0.5 - (time.perf_counter() - t)))
     out["steps_ms"] = steps
     full = clock.wait_shown(t0, lambda s: sigma_of(s) == sigma, kind="result")
@@ -430,6 +447,8 @@ def run_sample_cold(size: tuple[int, int]) -> dict:
         window.designer.sigma.setValue(sigma)
         shown = clock.wait_shown(t, lambda s, v=sigma: sigma_of(s) == v)
         times.append(_ms(shown, t))
+        if TRACE_STALLS:
+            out.setdefault("sigmas_ran", []).append(_what_ran(window, t, shown))
         clock.pump(0.3)
     out["fit_scale"] = round(window.compare.result_view.scale_factor(), 4)
     out["never_used_sigmas_ms"] = times
