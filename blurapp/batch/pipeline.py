@@ -24,7 +24,7 @@ from blurapp.core.borders import BorderMode
 from blurapp.core.colour import ChannelCurves
 from blurapp.core.errors import BlurappError, ImageError, UsageError
 from blurapp.core.filterspec import FilterSpec
-from blurapp.core.tiling import TILE_TEXELS, TileGrid
+from blurapp.core.tiling import TILE_TEXELS, TileGrid, plan_grid
 from blurapp.engine import tile_grid
 from blurapp.io import (
     DEFAULT_MAX_PIXELS,
@@ -56,6 +56,9 @@ __all__ = [
     "band_bytes",
     "band_side",
     "check_memory",
+    "filter_in_place",
+    "in_place_bytes",
+    "in_place_side",
     "process_file",
     "run_pipeline",
     "stream_file",
@@ -251,6 +254,48 @@ def band_side(
     return best[1]
 
 
+def in_place_side(
+    info: ImageInfo, fmt: str, spec: FilterSpec, encode: EncodeSettings
+) -> int | None:
+    """The band tile side an image decoded whole (a JPEG, a WebP...) is filtered in, into its
+    own array (:class:`blurapp.batch.inplace.InPlaceBands`), or ``None`` (the whole-image
+    path): for one frame on the GPU whose result has the stored pixel type, unless the border
+    wraps (the first rows' halo is the last rows), ``--range normalize`` reads every tile twice,
+    or the image runs in one tile or in tiles of ``--max-tile-side`` anyway."""
+    out_dtype = file_dtype(spec, info.dtype, fmt)
+    if (
+        not spec.runs_on_gpu
+        or encode.frames_read(info) != 1
+        or out_dtype != np.dtype(info.dtype)
+        or spec.border.mode is BorderMode.WRAP
+        or spec.range_mode == "normalize"
+        or encode.max_tile_side is not None
+        or os.environ.get(BANDS_ENV) == "0"
+    ):
+        return None
+    shape = (info.height, info.width)
+    kernel = spec.effective_kernel
+    try:
+        if not tile_grid(shape, kernel, spec.strategy).whole:
+            return None  # larger than the device takes: the tiled path
+        side = band_side(shape, kernel.shape, info.channels, info.dtype, spec, out_dtype)
+        if tile_grid(shape, kernel, spec.strategy, max_tile_side=side).whole:
+            return None  # fits one band tile: nothing to gain
+    except UsageError:  # the whole-image path says what is wrong
+        return None
+    return side
+
+
+def in_place_bytes(info: ImageInfo, fmt: str, spec: FilterSpec, side: int) -> int:
+    """Host bytes an image filtered in place in band tiles holds at its worst moment: the tiles
+    and rows of results as :func:`band_bytes` counts them, the image itself and its encoder's
+    copy."""
+    out_dtype = file_dtype(spec, info.dtype, fmt)
+    grid = plan_grid(info.height, info.width, spec.effective_kernel.shape, max_tile_side=side)
+    stored = info.pixels * max(1, info.channels) * np.dtype(info.dtype).itemsize
+    return band_bytes(grid, info.channels, info.dtype, spec, out_dtype) + 2 * stored
+
+
 def _band_plan(
     source: Path, info: ImageInfo, fmt: str, spec: FilterSpec, encode: EncodeSettings
 ) -> StreamPlan | None:
@@ -430,6 +475,32 @@ def _stream_png(
             src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
             progress=progress, curves=linear_curves(spec, src.icc_profile),
         )  # fmt: skip
+
+
+def filter_in_place(
+    image: ImageData,
+    spec: FilterSpec,
+    side: int,
+    fmt: str,
+    *,
+    check: Callable[[], None] | None = None,
+) -> pipeline.FilterResult:
+    """Filter ``image``'s pixels (writeable, one frame) in band tiles of ``side``
+    (:func:`in_place_side`) into their own array (:class:`blurapp.batch.inplace.InPlaceBands`):
+    the same pixels as :func:`blurapp.pipeline.filter_pixels` gives, without the whole image's
+    GPU textures or a second image-sized array. Returns the result, its ``image`` that array."""
+    from blurapp.batch.inplace import InPlaceBands
+
+    pixels = image.pixels
+    dtype = file_dtype(spec, pixels.dtype, fmt)
+    grid = tile_grid(pixels.shape, spec.effective_kernel, spec.strategy, max_tile_side=side)
+    top, bottom, _, _ = grid.halo
+    bands = InPlaceBands(pixels, min(grid.side, grid.height) + top + bottom)
+    result = pipeline.stream_pixels(
+        bands, spec, bands, dtype=dtype, max_tile_side=side, check=check,
+        curves=linear_curves(spec, image.icc_profile),
+    )  # fmt: skip
+    return replace(result, image=bands.finish())
 
 
 def linear_curves(spec: FilterSpec, icc_profile: bytes | None) -> ChannelCurves | None:
@@ -639,6 +710,7 @@ class _Item:
     result: pipeline.FilterResult | None = None
     plan: StreamPlan | None = None  # a large TIFF: read, filtered and written on the GPU thread
     shape: tuple[int, int] = (0, 0)
+    in_place: int | None = None  # decoded whole, filtered in band tiles of this side in place
 
 
 class _CancelledError(Exception):
@@ -739,8 +811,13 @@ def run_pipeline(
                 )
                 out_dtype = file_dtype(spec, info.dtype, job.format)
                 plan = stream_plan(job.input, info, job.format, spec, encode, bands=True)
+                in_place = None
+                if plan is None:
+                    in_place = in_place_side(info, job.format, spec, encode)
                 if plan is not None:
                     reserved = plan.need
+                elif in_place is not None:
+                    reserved = in_place_bytes(info, job.format, spec, in_place)
                 else:
                     reserved = pipeline.working_bytes(
                         info.width, info.height, info.channels, info.dtype, spec, out_dtype
@@ -761,7 +838,14 @@ def run_pipeline(
                 image = encode.read(job.input)
                 record.channels, record.dtype = image.channels, image.pixels.dtype.name
                 record.frames, record.notes = image.frame_count, image.notes
-                item = _Item(job, record, image, reserved)
+                if in_place is not None and (
+                    image.frame_count != 1
+                    or image.pixels.dtype != file_dtype(spec, image.pixels.dtype, job.format)
+                ):
+                    in_place = None  # not as probed: the whole-image path
+                if in_place is not None and not image.pixels.flags.writeable:
+                    image = with_pixels(image, np.array(image.pixels))  # Pillow's are read-only
+                item = _Item(job, record, image, reserved, in_place=in_place)
                 item.shape = image.pixels.shape[:2]
                 grid = tile_grid(
                     image.pixels.shape,
@@ -771,7 +855,7 @@ def run_pipeline(
                 )
                 # Frames are filtered one after another on the filter thread, as tiles are.
                 item.tiled = not grid.whole or image.frame_count > 1
-                if not item.tiled:
+                if not item.tiled and in_place is None:
                     dtype = file_dtype(spec, image.pixels.dtype, job.format)
                     item.prepared = pipeline.prepare(
                         image.pixels, spec, dtype=dtype,
@@ -837,6 +921,15 @@ def run_pipeline(
 
                     item.result, item.image = filter_frames(
                         item.image, spec, dtype, encode, check=stopped
+                    )
+                elif item.in_place is not None:
+
+                    def cancelled() -> None:
+                        if stop.is_set():
+                            raise _CancelledError
+
+                    item.result = filter_in_place(
+                        item.image, spec, item.in_place, item.job.format, check=cancelled
                     )
                 elif item.tiled:
                     dtype = file_dtype(spec, src.dtype, item.job.format)
