@@ -29,6 +29,10 @@ STATUSES = ("ok", "failed", "skipped", "cancelled")
 #: size before any work (:func:`report_size_bound`), so a full disk is found then.
 ERROR_ROOM = 1024
 
+#: Bytes of JSON a row's ``notes`` may take beyond four times its output's path (which notes
+#: name): the notes that do not fit are left out, the last kept one saying how many.
+NOTES_ROOM = 2048
+
 _ELLIPSIS = "\u2026"
 
 
@@ -55,6 +59,28 @@ def _fit_error(error: str | None, room: int) -> str | None:
     return error[:low] + _ELLIPSIS
 
 
+def notes_room(output_path: str) -> int:
+    """The most bytes of JSON the ``notes`` of the row of ``output_path`` take."""
+    return NOTES_ROOM + 4 * _json_len(output_path)
+
+
+def _fit_notes(notes: Sequence[str], room: int) -> list[str]:
+    """``notes`` in their order, as many as fit in ``room`` bytes of JSON (a long one cut as an
+    error is); when some are left out, the last kept one ends saying how many."""
+    kept: list[str] = []
+    used = 2  # the list's brackets
+    for i, note in enumerate(notes):
+        fitted = _fit_error(note, room - used - 2) or ""
+        if kept and fitted != note:
+            tail = f" (and {len(notes) - i} more notes)"
+            last = _fit_error(kept[-1], _json_len(kept[-1]) - len(tail)) or ""
+            kept[-1] = last + tail
+            break
+        kept.append(fitted)
+        used += _json_len(fitted) + 2  # and its comma and space
+    return kept
+
+
 def _row(r: FileRecord) -> dict[str, Any]:
     return {
         "input": r.input,
@@ -70,6 +96,7 @@ def _row(r: FileRecord) -> dict[str, Any]:
         "total_ms": r.total_ms,
         "status": r.status,
         "error": _fit_error(r.error, error_room(r.input, r.output)),
+        "notes": _fit_notes(r.notes, notes_room(r.output)),
     }
 
 
@@ -83,8 +110,12 @@ def build_report(
     animation or a multi-page file, every one filtered; 1 for a still image), ``strategy`` (the
     one that ran), ``timer`` ("gpu" or "wall"), ``gpu_ms`` (GPU timestamp total, null when the
     filter was not timed on the GPU), ``filter_ms`` (the filter's passes), ``total_ms`` (read to
-    written), ``status`` (one of :data:`STATUSES`) and ``error`` (one line, or null; a message
-    longer than :func:`error_room` is cut, ending in "…").
+    written), ``status`` (one of :data:`STATUSES`), ``error`` (one line, or null; a message
+    longer than :func:`error_room` is cut, ending in "…") and ``notes`` (a list of one-line
+    notes, empty when none: what the decoder met and left out, such as an HDR gain map, and
+    what the output's format drops, such as "16-bit AVIF output drops ICC/EXIF/XMP"; as many as
+    :func:`notes_room` holds). ``notes`` came after report version 1's first fields: a reader
+    of those finds them unchanged.
     ``totals``: counts per status, ``files``, ``frames``, ``pixels`` and ``megapixels`` (all
     frames) of the files written,
     ``wall_s``, ``mpix_per_s``, summed ``gpu_ms`` and ``filter_ms``.
@@ -162,6 +193,7 @@ def report_size_bound(
                 filter_ms=_WIDE_FLOAT,
                 total_ms=_WIDE_FLOAT,
                 error=error,
+                notes=("x" * (notes_room(output_path) - 4),),  # its JSON: exactly the room
             )
         )
     report = build_report(records, settings, _WIDE_FLOAT)
