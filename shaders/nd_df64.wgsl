@@ -71,3 +71,20 @@ fn df_add(a: vec2<f32>, b: vec2<f32>) -> vec2<f32> {
     let u = df_quick_two_sum(s.x, s.y + t.x);
     return df_quick_two_sum(u.x, u.y + t.y);
 }
+
+// One tap of a looped df64 correlation (nd_line_loop, nd_taps_loop): the accumulator (hi, lo,
+// raw) plus w * v, both df64; `raw` is the plain f32 sum of the rounded products, whose
+// non-finite values (inf, NaN, inf - inf) are exactly float64's, since the caller scales the
+// data so that nothing finite overflows.
+fn df_tap(acc: vec3<f32>, w: vec2<f32>, v: vec2<f32>) -> vec3<f32> {
+    let ph = (w.x * v.x) * params.one;  // rounded as written
+    let pl = df_prod_err(w.x, v.x, ph) + (w.x * v.y + w.y * v.x);
+    let s = df_two_sum(acc.x, ph);
+    let r = df_quick_two_sum(s.x, s.y + (acc.y + pl));
+    return vec3<f32>(r.x, r.y, acc.z + ph);
+}
+
+// The (hi, lo) result of a df_tap accumulator: (raw, 0) where raw is not finite.
+fn df_result(acc: vec3<f32>) -> vec2<f32> {
+    return select(acc.xy, vec2<f32>(acc.z, 0.0), df_nonfinite(acc.z));
+}

@@ -63,16 +63,9 @@ fn main(
     // Windows wholly inside the axis (all but the few outputs near its ends) read without the
     // border mapping.
     let interior = start >= 0 && start + taps <= i32(params.n);
-{% if df %}
-    // hi + lo accumulates the sum, renormalised at every tap; `raw` is the plain f32 sum of the
-    // rounded products, whose non-finite values (inf, NaN, inf - inf) are exactly float64's,
-    // since the caller scales the data so that nothing finite overflows.
-    var hi = 0.0;
-    var lo = 0.0;
-    var raw = 0.0;
-{% else %}
-    var acc = 0.0;
-{% endif %}
+    // df64: (hi, lo) accumulates the sum, renormalised at every tap, and .z is the plain f32
+    // sum of the rounded products (nd_df64.wgsl's df_tap).
+    var acc = {$ "vec3<f32>(0.0)" if df else "0.0" $};
     var p = base + u32(max(start, 0)) * inner;
     for (var k = 0; k < taps; k++) {
         let w = weights[k];
@@ -90,20 +83,10 @@ fn main(
             v = load_at(base, nd_border_index(start + k, i32(params.n), BORDER_MODE));
         }
 {% if df %}
-        let ph = (w.x * v.x) * params.one;  // rounded as written (nd_df64.wgsl)
-        raw += ph;
-        let pl = df_prod_err(w.x, v.x, ph) + (w.x * v.y + w.y * v.x);
-        let s = df_two_sum(hi, ph);
-        let r = df_quick_two_sum(s.x, s.y + (lo + pl));
-        hi = r.x;
-        lo = r.y;
+        acc = df_tap(acc, w, v);
 {% else %}
         acc += w * v;
 {% endif %}
     }
-{% if df %}
-    dst[idx] = select(vec2<f32>(hi, lo), vec2<f32>(raw, 0.0), df_nonfinite(raw));
-{% else %}
-    dst[idx] = acc;
-{% endif %}
+{$ "dst[idx] = df_result(acc);" if df else "dst[idx] = acc;" $}
 }

@@ -58,13 +58,9 @@ fn main(
     interior = interior && c{$ a $} + params.reach_lo[{$ a // 4 $}][{$ a % 4 $}] >= 0
         && c{$ a $} + params.reach_hi[{$ a // 4 $}][{$ a % 4 $}] < params.shape[{$ a // 4 $}][{$ a % 4 $}];
 {% endfor %}
-{% if df %}
-    var hi = 0.0;
-    var lo = 0.0;
-    var raw = 0.0;
-{% else %}
-    var acc = 0.0;
-{% endif %}
+    // df64: (hi, lo) accumulates the sum, renormalised at every tap, and .z is the plain f32
+    // sum of the rounded products (nd_df64.wgsl's df_tap).
+    var acc = {$ "vec3<f32>(0.0)" if df else "0.0" $};
     let ntaps = params.ntaps;
     for (var t = 0u; t < ntaps; t++) {
         let rec = t * {$ tap_words $}u;
@@ -97,20 +93,10 @@ fn main(
             }
         }
 {% if df %}
-        let ph = (w.x * v.x) * params.one;  // rounded as written (nd_df64.wgsl)
-        raw += ph;
-        let pl = df_prod_err(w.x, v.x, ph) + (w.x * v.y + w.y * v.x);
-        let s = df_two_sum(hi, ph);
-        let r = df_quick_two_sum(s.x, s.y + (lo + pl));
-        hi = r.x;
-        lo = r.y;
+        acc = df_tap(acc, w, v);
 {% else %}
         acc += w * v;
 {% endif %}
     }
-{% if df %}
-    dst[idx] = select(vec2<f32>(hi, lo), vec2<f32>(raw, 0.0), df_nonfinite(raw));
-{% else %}
-    dst[idx] = acc;
-{% endif %}
+{$ "dst[idx] = df_result(acc);" if df else "dst[idx] = acc;" $}
 }

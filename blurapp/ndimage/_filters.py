@@ -596,19 +596,28 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None, strategy
     return generic_laplace(input, derivative2, output, mode, cval, axes=axes)
 
 
+def _gaussian_derivative(order: int, strategy: str | None) -> Callable[..., Any]:
+    """The derivative function gaussian_laplace (order 2) and gaussian_gradient_magnitude
+    (order 1) hand to generic_laplace and generic_gradient_magnitude, as scipy's: a
+    gaussian_filter of that order along ``axis`` and of order 0 along the others."""
+
+    def derivative(input, axis, output, mode, cval, sigma, **kwargs):
+        orders = [0] * input.ndim
+        orders[axis] = order
+        return gaussian_filter(
+            input, sigma, orders, output, mode, cval, strategy=strategy, **kwargs
+        )
+
+    return derivative
+
+
 def gaussian_laplace(
     input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None, strategy=None, **kwargs
 ):
     """Laplace filter with Gaussian second derivatives (scipy.ndimage.gaussian_laplace);
     ``kwargs`` go to :func:`gaussian_filter` (``truncate``, ``radius``)."""
     input = np.asarray(input)
-
-    def derivative2(input, axis, output, mode, cval, sigma, **kwargs):
-        order = [0] * input.ndim
-        order[axis] = 2
-        return gaussian_filter(input, sigma, order, output, mode, cval, strategy=strategy, **kwargs)
-
-    _strategy(strategy)
+    derivative2 = _gaussian_derivative(2, _strategy(strategy))
     axes = check_axes(axes, input.ndim)
     sigma = normalize_sequence(sigma, len(axes))
     if len(axes) < input.ndim:
@@ -665,13 +674,7 @@ def gaussian_gradient_magnitude(
     """Gradient magnitude with Gaussian first derivatives
     (scipy.ndimage.gaussian_gradient_magnitude); ``kwargs`` go to :func:`gaussian_filter`."""
     input = np.asarray(input)
-
-    def derivative(input, axis, output, mode, cval, sigma, **kwargs):
-        order = [0] * input.ndim
-        order[axis] = 1
-        return gaussian_filter(input, sigma, order, output, mode, cval, strategy=strategy, **kwargs)
-
-    _strategy(strategy)
+    derivative = _gaussian_derivative(1, _strategy(strategy))
     return generic_gradient_magnitude(
         input, derivative, output, mode, cval, extra_arguments=(sigma,), extra_keywords=kwargs,
         axes=axes,
