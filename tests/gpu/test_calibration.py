@@ -261,3 +261,32 @@ def test_the_quick_budget_counts_compiles(gpu, monkeypatch) -> None:
     assert time.perf_counter() - start < 1.0 + 0.2
     assert 2 <= len(spans) <= 3 and cal.runs["direct"] == len(spans)
     assert cal.seconds <= 1.0 + 0.2
+
+
+def test_one_shot_commands_start_no_background_calibration(gpu, tmp_path) -> None:
+    # `apply` and `batch` run and exit: a background calibration would be stopped at exit or
+    # share the cores with the files. They use a cached table (none here, so the built-in
+    # costs); no calibration file appears. An explicit BLURAPP_CALIBRATION=auto is obeyed.
+    import os
+    import subprocess
+    import sys
+
+    from blurapp.io import write_image
+
+    src, out = tmp_path / "in.png", tmp_path / "out.png"
+    write_image(src, np.random.default_rng(5).integers(0, 256, (20, 30, 3), dtype=np.uint8))
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k != calibration.ENV}
+    env["XDG_CACHE_HOME"] = str(cache)
+    argv = [sys.executable, "-m", "blurapp", "apply", str(src), "-o", str(out), "-k", "box:3"]
+    proc = subprocess.run(
+        [*argv, "--timing"], capture_output=True, text=True, env=env, timeout=300
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "(built-in costs)" in proc.stdout + proc.stderr
+    assert not (cache / "blurapp" / "calibration").exists()
+    env[calibration.ENV] = "auto"  # asked for: the command calibrates while it runs
+    proc = subprocess.run(
+        [*argv, "--overwrite"], capture_output=True, text=True, env=env, timeout=300
+    )  # fmt: skip
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
