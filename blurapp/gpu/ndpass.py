@@ -35,17 +35,21 @@ across the other axes), or over halo'd pieces of the axis itself when one line i
 (a single element's window larger than the binding) the call is refused with one
 :class:`~blurapp.core.errors.ImageError` line.
 
-Shaders: large arrays run unrolled passes (nd_line.wgsl: blocks of outputs along the axis from
-registers, vec4 loads; nd_taps.wgsl: the kernel as rows along the last axis), a pipeline per
-kernel length or shape; an array under :data:`SMALL` elements whose unrolled pipeline is not
+Shaders: 1-D passes run blocks of outputs along the axis per invocation (nd_line.wgsl), f32
+kernels up to 33 taps unrolled from registers (a pipeline per kernel length; vec4 loads), df64
+ones and longer f32 ones rolled (the taps a loop over the uniform buffer, the block's elements
+a window of registers that moves by one element a tap: one pipeline for every length up to
+:data:`ROLL_TAPS`); n-D correlations run the kernel as rows along the last axis (nd_taps.wgsl,
+a pipeline per kernel shape). An array under :data:`SMALL` elements whose pipeline is not
 compiled yet runs a looped one (nd_line_loop, nd_taps_loop: one pipeline per precision and
-border mode) while the unrolled one compiles on a background thread for the next calls. On
-lavapipe a storage-buffer access is a loop over the SIMD lanes (Mesa's ``emit_load_mem``), so
-what costs is buffer accesses per output (docs/PERFORMANCE.md).
+border mode) while that one compiles on a background thread for the next calls. On lavapipe a
+storage-buffer access is a loop over the SIMD lanes (Mesa's ``emit_load_mem``), so what costs
+is buffer accesses per output (docs/PERFORMANCE.md).
 
 Pipelines (per shader, template and border mode), buffers (per array size, least recently used
-dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, so a small array's per-call cost
-is one upload, one submission and one readback.
+dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, and a slot's uniforms are written
+only when they change, so a small array's per-call cost is one upload, one submission (one
+compute pass) and one readback.
 """
 
 from __future__ import annotations
