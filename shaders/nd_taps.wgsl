@@ -8,9 +8,12 @@
 //
 // A weight scipy skips (|w| <= DBL_EPSILON: the host sends 0 for it) is selected away, not
 // multiplied, so that a NaN or Inf under it does not spread; the weights are data, not code,
-// so every kernel of a shape shares one pipeline.
+// so every kernel of a shape shares one pipeline. With `uw` (kernels of at most
+// ndpass.ROLL_TAPS taps) they sit in the uniform buffer, a vec4 a tap, read at an index that
+// is the same for every invocation (one scalar load, where a storage buffer is read lane by
+// lane on lavapipe); else after the row offsets in the taps buffer.
 //
-// Template parameters: `ndim` (1..8), `kw` (weights along the last axis), `block`, `near`
+// Template parameters: `uw`, `ndim` (1..8), `kw` (weights along the last axis), `block`, `near`
 // (every window reaches less than its axis's length: nd_border_index_near), `precision`
 // ("f32" or "df64", nd_df64.wgsl), `wg`, `two_prod` (df64). Per-axis sizes, strides and border
 // modes are uniforms.
@@ -31,6 +34,10 @@ struct TapsParams {
     shape: array<vec4<i32>, 2>,
     stride: array<vec4<i32>, 2>,
     mode: array<vec4<i32>, 2>,
+{% if uw %}
+    // Per tap, row by row: f32 (w, -, -, -); df64 (hi, lo, hi's top 12 bits, hi's rest).
+    w: array<vec4<f32>, {$ uw $}>,
+{% endif %}
 }
 
 @group(0) @binding(0) var<storage, read> src: array<{$ elem $}>;
@@ -112,9 +119,13 @@ fn main(
 {% for k in range(kw) %}
         {
 {% if df %}
+{% if uw %}
+            let w = params.w[r * {$ kw $}u + {$ k $}u];
+{% else %}
             let wi = weights0 + (r * {$ kw $}u + {$ k $}u) * 4u;
             let w = vec4<f32>(bitcast<f32>(taps[wi]), bitcast<f32>(taps[wi + 1u]),
                 bitcast<f32>(taps[wi + 2u]), bitcast<f32>(taps[wi + 3u]));
+{% endif %}
             let keep = w.x != 0.0;
 {% for o in range(block) %}
             {
@@ -138,7 +149,11 @@ fn main(
             }
 {% endfor %}
 {% else %}
+{% if uw %}
+            let w = params.w[r * {$ kw $}u + {$ k $}u].x;
+{% else %}
             let w = bitcast<f32>(taps[weights0 + r * {$ kw $}u + {$ k $}u]);
+{% endif %}
             let keep = w != 0.0;
 {% for o in range(block) %}
             acc{$ o $} += select(0.0, w * v{$ o + k $}, keep);

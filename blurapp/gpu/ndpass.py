@@ -105,7 +105,8 @@ _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
 #: The most taps a rolled line pass (nd_line.wgsl's `roll`) takes from its uniform buffer.
 ROLL_TAPS = 1024
-_UNIFORM_BYTES = 64 + 16 * ROLL_TAPS  # every pass's uniform buffer: LineParams with its taps
+# Every pass's uniform buffer: LineParams (48 bytes) or TapsParams (128) with their taps.
+_UNIFORM_BYTES = 128 + 16 * ROLL_TAPS
 _WEIGHTS_START = 64 * 1024  # weight / tap buffers start here and double when a kernel needs it
 
 
@@ -418,20 +419,27 @@ def _taps_dispatch(
     for r, index in enumerate(np.ndindex(*lead)):
         offsets[r, : ndim - 1] = [i - c for i, c in zip(index, centres[:-1], strict=True)]
     weights = w.reshape(rows, kw)
-    if df:
+    # The weights in the uniform buffer, a vec4 a tap, where they fit (nd_taps.wgsl's `uw`).
+    uniform_weights = rows * kw <= ROLL_TAPS
+    if df or uniform_weights:
         per = np.zeros((rows, kw, 4), dtype=np.float32)
-        pairs = _split(weights, 0)
-        per[..., :2] = pairs
-        per[..., 2], per[..., 3] = _dekker_split(pairs[..., 0])
+        if df:
+            pairs = _split(weights, 0)
+            per[..., :2] = pairs
+            per[..., 2], per[..., 3] = _dekker_split(pairs[..., 0])
+        else:
+            with np.errstate(over="ignore"):
+                per[..., 0] = weights.astype(np.float32)
     else:
         with np.errstate(over="ignore"):
             per = weights.astype(np.float32)
-    data = offsets.view(np.uint32).tobytes() + per.tobytes()
+    data = offsets.view(np.uint32).tobytes() + (b"" if uniform_weights else per.tobytes())
     uniforms = (
         struct.pack("<IIIfffIi", invocations, rows, gx, 1.0, *constant, blocks, centres[-1])
         + _per_axis_vec(shape)
         + _per_axis_vec(strides)
         + _per_axis_vec(modes)
+        + (per.tobytes() if uniform_weights else b"")
     )
     lo = [-c for c in centres]
     hi = [s - 1 - c for s, c in zip(w.shape, centres, strict=True)]
@@ -439,6 +447,8 @@ def _taps_dispatch(
         "precision": precision, "ndim": ndim, "kw": kw, "block": block, "wg": _WG,
         "near": _near(shape, lo, hi),
     }  # fmt: skip
+    if uniform_weights:  # the array's length: the pipeline is per kernel shape already
+        template["uw"] = rows * kw
     if df:
         template["two_prod"] = two_prod
     return _Dispatch("nd_taps", tuple(sorted(template.items())), (), uniforms, data, invocations)
