@@ -13,6 +13,7 @@ written into the array on the host, as many values as the kernel reaches.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -106,19 +107,26 @@ def f32_weights(weights: np.ndarray) -> np.ndarray:
     cached per weights (a 9×9 kernel's nudges cost ~0.4 ms of Python a call, a fifth of a small
     array's whole call)."""
     w = np.ascontiguousarray(weights, np.float64)
+    if w.size > _F32_WEIGHTS_TAPS:  # a large kernel's own work dwarfs its nudges
+        return _f32_weights(w)
     key = (w.shape, w.tobytes())
-    hit = _F32_WEIGHTS.get(key)
+    with _F32_WEIGHTS_LOCK:
+        hit = _F32_WEIGHTS.get(key)
     if hit is None:
         hit = _f32_weights(w)
         hit.setflags(write=False)
-        if len(_F32_WEIGHTS) >= 64:
-            _F32_WEIGHTS.pop(next(iter(_F32_WEIGHTS)))
-        _F32_WEIGHTS[key] = hit
+        with _F32_WEIGHTS_LOCK:
+            if len(_F32_WEIGHTS) >= 64:
+                _F32_WEIGHTS.pop(next(iter(_F32_WEIGHTS)))
+            _F32_WEIGHTS[key] = hit
     return hit
 
 
-#: f32_weights' answers, by (shape, bytes); the oldest dropped beyond 64.
+#: f32_weights' answers for kernels of up to _F32_WEIGHTS_TAPS taps, by (shape, bytes); the
+#: oldest dropped beyond 64.
 _F32_WEIGHTS: dict[tuple[tuple[int, ...], bytes], np.ndarray] = {}
+_F32_WEIGHTS_TAPS = 4096
+_F32_WEIGHTS_LOCK = threading.Lock()
 
 
 def _f32_weights(weights: np.ndarray) -> np.ndarray:
