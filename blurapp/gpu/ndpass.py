@@ -36,7 +36,7 @@ across the other axes), or over halo'd pieces of the axis itself when one line i
 :class:`~blurapp.core.errors.ImageError` line.
 
 Shaders: 1-D passes run blocks of outputs along the axis per invocation (nd_line.wgsl), f32
-kernels up to 33 taps unrolled from registers (a pipeline per kernel length; vec4 loads), df64
+kernels up to 17 taps unrolled from registers (a pipeline per kernel length; vec4 loads), df64
 ones and longer f32 ones rolled (the taps a loop over the uniform buffer, the block's elements
 a window of registers that moves by one element a tap: one pipeline for every length up to
 :data:`ROLL_TAPS`); n-D correlations run the kernel as rows along the last axis (nd_taps.wgsl,
@@ -210,9 +210,11 @@ def _groups(total: int) -> tuple[int, int]:
 #: beyond that one output an invocation (nd_line_loop.wgsl). The uniform buffer holds one vec4
 #: a tap. df64 always rolls: at 1 MP (wall ms, interleaved runs at load 2.6) rolled blocks of
 #: 8 took 62/110/105/152 against the unrolled blocks of 4's 99/201/180 and the looped 65 taps'
-#: 185 for sigma 1/2/4/8; f32 rolls beyond 33 taps (sigma 8: 37 against 56 unrolled), and
-#: unrolls up to it (equal at sigma 1-4 on 1 MP, 610 against 714-793 ms of CPU at 256^3).
-MAX_UNROLLED_TAPS = {"f32": 33, "df64": 0}
+#: 185 for sigma 1/2/4/8; f32 rolls beyond 17 taps (sigma 8: 37 against 56 unrolled; sigma 4,
+#: 33 taps: 256^3 918-873 against 1040-1184, 4K 238-330 against 280-435, 1 MP and 1080p
+#: equal; load 2.5-3), and unrolls up to it (sigma 2: equal on 1 MP and 4K, 605 against 618 ms
+#: at 256^3; 610 against 714-793 ms of CPU in an earlier run).
+MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
 
 
 def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
