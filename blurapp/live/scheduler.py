@@ -197,6 +197,11 @@ class Scheduler:
                 t.lane == lane for t in self._pending.values()
             )
 
+    def lane_running(self, lane: str) -> bool:
+        """Something runs in ``lane`` now (what only waits does not count)."""
+        with self._cond:
+            return lane in self._running
+
     def wait_idle(self, timeout_s: float = 30.0) -> bool:
         """Block until nothing waits or runs (``False`` when ``timeout_s`` passed first)."""
         end = time.monotonic() + timeout_s

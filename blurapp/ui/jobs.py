@@ -219,6 +219,7 @@ def first_picture(
     cache: LiveCache | None = None,
     *,
     gpu_idle: Callable[[], bool] = lambda: False,
+    cores_shared: Callable[[], bool] = lambda: False,
     request: int = 0,
     curves: ChannelCurves | None = None,
 ) -> LivePreview:
@@ -226,15 +227,20 @@ def first_picture(
     it is computed within :data:`blurapp.live.plan.FIRST_BUDGET_MS` (never less reduced than
     the view shows it), on the reference (no compile, no wait for the GPU) unless the GPU is
     idle, has run this kind of kernel before and is estimated faster. At one image pixel per
-    screen pixel the picture is exact."""
+    screen pixel the picture is exact. Where ``cores_shared()`` (a software adapter's work, a
+    full result or a warm-up compile, runs on the same cores) the budget is halved: beside it
+    the same picture took 2-3x as long (the 512² sample's exact first picture, 35 against
+    100-110 ms on lavapipe), which the rates, learned from runs mostly made alone, miss."""
     viewport = viewport or Viewport.whole(image.shape)
     y0, y1, x0, x1 = viewport.window
     kernel = spec.effective_kernel
     channels = image.shape[2] if image.ndim == 3 else 1
     ready = gpu_idle() and RATES.is_warm(_warm_key(spec.strategy, kernel, spec, image.dtype))
+    budget = live_plan.FIRST_BUDGET_MS / (2 if cores_shared() else 1)
     plan = RATES.first_picture(
-        (y1 - y0, x1 - x0), channels, kernel, spec.strategy, viewport.factor, gpu_ready=ready
-    )
+        (y1 - y0, x1 - x0), channels, kernel, spec.strategy, viewport.factor, gpu_ready=ready,
+        budget_ms=budget,
+    )  # fmt: skip
     factor = plan.factor
     check()
     if factor >= 2:

@@ -588,10 +588,17 @@ class MainWindow(QMainWindow):
         request = self._live_request
         scheduler = self.runner.scheduler
 
+        def shared() -> bool:
+            # On a software adapter (or one not known yet: the probe runs), a full result or a
+            # warm-up compile runs on the first picture's cores.
+            return (self.is_software_adapter or not self.adapter_text) and (
+                scheduler.lane_running("gpu") or scheduler.lane_running("background")
+            )
+
         def first(check, report):
             idle = lambda: scheduler.lane_idle("gpu")  # noqa: E731
             report(first_picture(image, spec, check, key, viewport, cache, gpu_idle=idle,
-                                 request=request, curves=curves))  # fmt: skip
+                                 cores_shared=shared, request=request, curves=curves))  # fmt: skip
 
         self.runner.submit("preview", first, lane="first", finish=True)
         self.runner.submit(

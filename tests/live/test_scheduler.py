@@ -243,11 +243,13 @@ def test_refine_is_not_preempted_by_user_work_in_another_lane(make, rec) -> None
 
     s.submit("live", refine, priority=REFINE, lane="gpu")
     assert in_refine.wait(WAIT_S)
+    assert s.lane_running("gpu") and not s.lane_running("first")
     s.submit("display", lambda check, report: "copy", lane="first")
     rec.wait_for("done", "display")
     go_on.set()
     rec.wait_for("done", "live")
     assert checks == ["passed"]
+    assert s.wait_idle(WAIT_S) and not s.lane_running("gpu")
 
 
 def test_finish_tasks_run_to_their_end_and_are_delivered_although_superseded(make, rec) -> None:

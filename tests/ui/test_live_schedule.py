@@ -167,3 +167,20 @@ def test_the_windows_user_work_holds_the_background_calibration(qtbot, window, s
     finally:
         gate.set()
         calibration.resume()
+
+
+def test_a_first_picture_beside_other_work_on_its_cores_has_half_the_budget(monkeypatch) -> None:
+    # The 512² sample's exact first picture fits the budget alone; beside a full result or a
+    # warm-up compile on a software adapter's cores (2-3x as slow there) it is reduced.
+    from blurapp.core.filterspec import FilterSpec
+    from blurapp.core.kernel import Kernel
+    from blurapp.live import plan
+    from blurapp.ui import jobs
+
+    monkeypatch.setattr(plan, "engine_rate", lambda kind: None)
+    monkeypatch.setattr(jobs, "RATES", plan.Rates({"gpu": 6.7e8, "cpu": 1e9}))
+    image = np.zeros((512, 512, 3), np.uint8)
+    spec = FilterSpec(Kernel.parse("gaussian:sigma=3.37"), strategy="auto")
+    alone = jobs.first_picture(image, spec, lambda: None)
+    shared = jobs.first_picture(image, spec, lambda: None, cores_shared=lambda: True)
+    assert alone.factor == 1 and shared.factor == 2
