@@ -393,6 +393,13 @@ def _near(shape: Sequence[int], lo: Sequence[int], hi: Sequence[int]) -> bool:
     )
 
 
+#: Outputs along the last axis an n-D correlation's invocation filters (nd_taps.wgsl). Two
+#: interleaved runs at load 3-4, median ms, 1 MP 9x9 and 128^3 3x3x3: df64 blocks of 4/8/16
+#: 322-345/213-233/247-250 and 219-424/225-279/166-214; f32 blocks of 8/16/32 72-132/61-116/
+#: 70-97 and 132-157/102-127/83-152 (were 4 and 8).
+_TAPS_BLOCK = {"f32": 16, "df64": 8}
+
+
 def _taps_dispatch(
     shape: tuple[int, ...],
     w: np.ndarray,
@@ -408,7 +415,7 @@ def _taps_dispatch(
     df = precision == "df64"
     n = shape[-1]
     kw = w.shape[-1]
-    block = 4 if df else 8
+    block = _TAPS_BLOCK[precision]
     while block > 1 and block // 2 >= n:
         block //= 2
     blocks = -(-n // block)
