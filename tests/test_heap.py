@@ -44,3 +44,16 @@ def test_the_environment_can_leave_the_heap_alone(monkeypatch) -> None:
     monkeypatch.delenv("BLURAPP_HEAP")
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
     assert bound_heap() is False
+
+
+@pytest.mark.skipif(not GLIBC, reason="not glibc")
+def test_trim_only_after_the_heap_was_set_up() -> None:
+    """trim_heap does nothing in a process whose heap bound_heap left alone (a library caller's),
+    and gives free pages back after it (a batch, after each file)."""
+    script = """
+from blurapp.heap import bound_heap, trim_heap
+print(trim_heap(), bound_heap(), trim_heap() in (True, False))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "True"]

@@ -26,6 +26,7 @@ from blurapp.core.errors import BlurappError, ImageError, UsageError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.tiling import TILE_TEXELS, TileGrid, plan_grid
 from blurapp.engine import tile_grid
+from blurapp.heap import trim_heap
 from blurapp.io import (
     DEFAULT_MAX_PIXELS,
     ImageData,
@@ -38,7 +39,7 @@ from blurapp.io import (
     with_pixels,
     write_image,
 )
-from blurapp.io.bands import open_png_source, png_sink
+from blurapp.io.bands import PngRowSource, PngWriter, open_png_source
 from blurapp.io.codecs import get_codec
 from blurapp.io.icc import profile_curves
 from blurapp.io.tiffstream import TIFF_TILE, open_tiff_source, tiff_sink
@@ -61,6 +62,7 @@ __all__ = [
     "in_place_side",
     "process_file",
     "run_pipeline",
+    "start_png_stream",
     "stream_file",
     "stream_plan",
     "streaming_bytes",
@@ -454,27 +456,58 @@ def _stream_png(
 ) -> pipeline.FilterResult:
     """:func:`stream_file` for a PNG into a PNG: rows decoded as the tiles reach them
     (:class:`blurapp.io.bands.PngRowSource`), encoded a row of tiles at a time
-    (:func:`blurapp.io.bands.png_sink`)."""
-    src = open_png_source(source, look_back=plan.look_back)
+    (:class:`blurapp.io.bands.PngWriter`); returns once the file is published."""
+    result, writer = start_png_stream(
+        source, output, spec, encode, plan, check=check, progress=progress
+    )
+    try:
+        writer.wait()
+    except BaseException:
+        writer.abort()
+        raise
+    return result
+
+
+def start_png_stream(
+    source: Path,
+    output: Path,
+    spec: FilterSpec,
+    encode: EncodeSettings,
+    plan: StreamPlan,
+    *,
+    check: Callable[[], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    rows: PngRowSource | None = None,
+) -> tuple[pipeline.FilterResult, PngWriter]:
+    """Filter the PNG ``source`` into the PNG ``output`` a band of rows at a time (``plan``'s
+    kind ``"png"``), returning as soon as every tile has run: the writer still deflates the
+    last rows on its own thread, so that a batch's next file starts meanwhile. The caller must
+    end with the writer's :meth:`~blurapp.io.bands.PngWriter.wait` (the file complete and
+    published; it raises what went wrong) or, on any failure of its own,
+    :meth:`~blurapp.io.bands.PngWriter.abort` (its temporary removed). On an error here the
+    writer is aborted before the error propagates. ``rows``: ``source`` already opened with
+    ``plan``'s look-back (:func:`open_png_source`; it may have decoded its first rows), closed
+    here."""
+    src = rows if rows is not None else open_png_source(source, look_back=plan.look_back)
     if src is None:  # it was streamable a moment ago
         raise ImageError(f"cannot read {source}: the file changed while being read")
-    out_dtype = file_dtype(spec, src.dtype, "png")
-    with (
-        src,
-        png_sink(
-            output,
-            src.shape,
-            out_dtype,
-            icc_profile=src.icc_profile,
-            exif=src.exif,
-            compress_level=encode.compress_level,
-            overwrite=encode.overwrite,
-        ) as sink,
-    ):
-        return pipeline.stream_pixels(
-            src, spec, sink, dtype=out_dtype, max_tile_side=plan.max_tile_side, check=check,
-            progress=progress, curves=linear_curves(spec, src.icc_profile),
+    with src:
+        out_dtype = file_dtype(spec, src.dtype, "png")
+        writer = PngWriter(
+            output, src.shape, out_dtype, icc_profile=src.icc_profile, exif=src.exif,
+            compress_level=encode.compress_level, overwrite=encode.overwrite,
         )  # fmt: skip
+        try:
+            writer.start()
+            result = pipeline.stream_pixels(
+                src, spec, writer.sink, dtype=out_dtype, max_tile_side=plan.max_tile_side,
+                check=check, progress=progress, curves=linear_curves(spec, src.icc_profile),
+            )  # fmt: skip
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+    return result, writer
 
 
 def filter_in_place(
@@ -711,6 +744,8 @@ class _Item:
     plan: StreamPlan | None = None  # a large TIFF: read, filtered and written on the GPU thread
     shape: tuple[int, int] = (0, 0)
     in_place: int | None = None  # decoded whole, filtered in band tiles of this side in place
+    writer: PngWriter | None = None  # a streamed PNG whose last rows are still being deflated
+    rows: PngRowSource | None = None  # a streamed PNG opened (its first rows decoded) ahead
 
 
 class _CancelledError(Exception):
@@ -796,6 +831,9 @@ def run_pipeline(
 
     def decoder() -> None:
         while not stop.is_set():
+            # The last file's pixels are not held while this one waits for the budget and is
+            # decoded (a 4K JPEG is 25 MB: the locals would keep two in memory at once).
+            image = item = None
             with job_lock:
                 index = next(next_job, None)
             if index is None:
@@ -833,6 +871,16 @@ def run_pipeline(
                     record.dtype = np.dtype(stored).name
                     item = _Item(job, record, None, reserved, plan=plan)
                     item.shape = (info.height, info.width)
+                    if plan.kind == "png":
+                        # Its first row of tiles decoded here, while the GPU runs the file
+                        # before it: the filter thread starts it without waiting for rows.
+                        item.rows = open_png_source(job.input, look_back=plan.look_back)
+                        if item.rows is not None:
+                            try:
+                                item.rows.prefetch(plan.look_back)
+                            except BaseException:
+                                item.rows.close()
+                                raise
                     filter_q.put(item)
                     continue
                 image = encode.read(job.input)
@@ -882,14 +930,22 @@ def run_pipeline(
             return
 
     def filterer() -> None:
-        warm_up()
+        # The compiles run beside the first file's start (a streamed PNG decodes its first
+        # rows of tiles meanwhile); its first run waits for them on the engine's lock.
+        warming = _Stage(warm_up, "blurapp-warm-up")
+        warming.start()
         shape: tuple[int, int] | None = None
         while True:
+            item = src = rows = None  # the last file is the encoder's now: not held waiting
             item = filter_q.get()
             if item is _DONE:
+                warming.join()
                 return
             assert isinstance(item, _Item)
+            rows, item.rows = item.rows, None
             if stop.is_set():
+                if rows is not None:
+                    rows.close()
                 budget.release(item.reserved)
                 continue
             try:
@@ -905,9 +961,17 @@ def run_pipeline(
                         if stop.is_set():
                             raise _CancelledError
 
-                    item.result = stream_file(
-                        item.job.input, item.job.output, spec, encode, item.plan, check=check
-                    )
+                    if item.plan.kind == "png":
+                        # The writer deflates the last rows while the next file starts here.
+                        item.result, item.writer = start_png_stream(
+                            item.job.input, item.job.output, spec, encode, item.plan,
+                            check=check, rows=rows,
+                        )  # fmt: skip
+                        rows = None
+                    else:
+                        item.result = stream_file(
+                            item.job.input, item.job.output, spec, encode, item.plan, check=check
+                        )
                     encode_q.put(item)
                     continue
                 assert item.image is not None
@@ -949,14 +1013,26 @@ def run_pipeline(
                 budget.release(item.reserved)
                 msg = str(err) if isinstance(err, BlurappError) else f"{type(err).__name__}: {err}"
                 finish_record(item.record, "failed", msg)
+            finally:
+                if rows is not None:  # opened ahead, never streamed
+                    rows.close()
 
     def encoder() -> None:
         while True:
+            item = done = pixels = None  # the last file written is let go before waiting
             item = encode_q.get()
             if item is _DONE:
                 return
             assert isinstance(item, _Item)
             try:
+                if item.writer is not None:  # streamed: the file completes on its writer's thread
+                    writer, item.writer = item.writer, None
+                    try:
+                        writer.wait()
+                    except BaseException:
+                        writer.abort()
+                        raise
+                    del writer
                 streamed = item.plan is not None  # already written by the filter thread
                 if stop.is_set() and not streamed:
                     continue
@@ -986,6 +1062,8 @@ def run_pipeline(
                 msg = str(err) if isinstance(err, BlurappError) else f"{type(err).__name__}: {err}"
                 finish_record(item.record, "failed", msg)
             finally:
+                item.image = item.result = None
+                trim_heap()  # what this file's threads freed, back before the next one's peak
                 budget.release(item.reserved)
 
     decoders = [_Stage(decoder, f"blurapp-decode-{i}") for i in range(workers)]

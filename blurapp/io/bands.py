@@ -47,6 +47,7 @@ from blurapp.io.bandqueue import AbortedError, BandQueue
 __all__ = [
     "PngRowSource",
     "PngSink",
+    "PngWriter",
     "open_png_source",
     "png_sink",
     "spng_available",
@@ -345,6 +346,16 @@ class PngRowSource:
             self._buf[:held] = self._buf[drop : drop + held]
         self._lo += drop
 
+    def prefetch(self, rows: int) -> None:
+        """Decode the first ``rows`` rows now (at most what the buffer holds: the look-back and
+        a decoding step), so that the first requests find them: a batch decodes the next
+        file's first row of tiles while the GPU runs the current one's. Does nothing once rows
+        have been requested."""
+        with self._lock:
+            if self._reach or self._lo:
+                return
+            self._decode_to(min(self._height, max(0, rows), self._look_back), 0)
+
     def __getitem__(self, key: tuple[slice, slice]) -> np.ndarray:
         ys, xs = key
         r0, r1, step = ys.indices(self._height)
@@ -399,6 +410,7 @@ class PngSink(BandQueue):
         # Bands the encoder is done with, filled again: no new mapping (and page faults) per
         # band. At most one band being filled, ``backlog`` queued and one being encoded exist.
         self._spare: list[np.ndarray] = []
+        self._closed = False  # every window given: no band is filled again
 
     def __call__(self, window: tuple[int, int, int, int], pixels: np.ndarray) -> None:
         y0, y1, x0, x1 = window
@@ -419,15 +431,20 @@ class PngSink(BandQueue):
         self._put(band)
 
     def finish(self) -> None:
-        """All windows were given: tell the encoder, which then completes the file."""
+        """All windows were given: tell the encoder, which then completes the file. The bands
+        already encoded are let go (none is filled again)."""
         self._finish(self._row_y1)
+        self._closed = True
+        self._spare.clear()
 
     def bands(self) -> Iterator[np.ndarray]:
         """The rows, a band at a time (run on the encoder's thread); each band is filled again
-        once the encoder asks for the next one."""
+        once the encoder asks for the next one (until :meth:`finish`)."""
         for band in self._received():
             yield band
-            self._spare.append(band if band.base is None else band.base)
+            if not self._closed:
+                self._spare.append(band if band.base is None else band.base)
+            del band
 
 
 def _encode(
@@ -512,6 +529,100 @@ def _valid_exif(body: bytes) -> bool:
     return body[:4] in (b"II*\x00", b"MM\x00*")
 
 
+class PngWriter:
+    """A PNG being written from the windows given to its :attr:`sink`, deflated on an encoder
+    thread of its own into the atomic writer's temporary file (see :func:`png_sink`, which is
+    this as a ``with`` block).
+
+    :meth:`start` starts the encoder; the windows go to :attr:`sink`; :meth:`close` says that
+    all were given and returns at once, so that the caller can go on (a batch streams its next
+    file) while the encoder deflates the last rows; :meth:`wait` waits for the file to be
+    complete and published, and raises what went wrong. :meth:`abort` stops the encoder and
+    removes its temporary (nothing is published); it is what any failure of the caller's must
+    end with.
+
+    Raises (the constructor):
+        OutputError: libspng is not available.
+        ImageError: a pixel type PNG cannot hold.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        shape: tuple[int, ...],
+        dtype: np.dtype | type,
+        *,
+        icc_profile: bytes | None = None,
+        exif: bytes | None = None,
+        compress_level: int = 6,
+        overwrite: bool = False,
+    ) -> None:
+        if _spng() is None:
+            raise OutputError("cannot write a PNG a band at a time: libspng is not available")
+        dtype = np.dtype(dtype)
+        if dtype not in (np.uint8, np.uint16):
+            raise ImageError(f"cannot write {os.fspath(path)}: PNG cannot hold {dtype} pixels")
+        self.path = path
+        self.sink = PngSink(tuple(shape), dtype)
+        self._finished = threading.Event()
+        settings = (compress_level, icc_profile, exif)
+        self._thread = threading.Thread(
+            target=self._write, args=(overwrite, settings), name="blurapp-png-writer", daemon=True
+        )
+
+    def _write(self, overwrite: bool, settings: tuple[int, bytes | None, bytes | None]) -> None:
+        sink = self.sink
+        try:
+            with atomic_output(self.path, overwrite=overwrite) as fh:
+                _encode(fh, sink, *settings)
+        except BaseException as err:
+            sink.error = err
+            sink.abort.set()
+        finally:
+            self._finished.set()
+
+    def start(self) -> None:
+        """Start the encoder's thread."""
+        self._thread.start()
+
+    def close(self) -> None:
+        """All windows were given: the encoder completes the file on its own (:meth:`wait`).
+
+        Raises:
+            ValueError: not every row was given.
+            OutputError: the encoder stopped (the caller then aborts).
+        """
+        self.sink.finish()
+
+    def _wait(self) -> None:
+        # An event, not Thread.join: on Python 3.11 a Ctrl-C inside join can mark the writer
+        # stopped while it still runs, and the temporary would outlive the process.
+        if self._thread.ident is None:  # never started
+            return
+        while not self._finished.wait(0.1):
+            pass
+
+    def wait(self) -> None:
+        """Wait until the file is complete and published.
+
+        Raises:
+            OutputError: it could not be written (it is not there then).
+        """
+        self._wait()
+        err = self.sink.error
+        if err is None:
+            return
+        if isinstance(err, OutputError):
+            raise err
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise OutputError(f"cannot write {os.fspath(self.path)}: {reason or type(err).__name__}")
+
+    def abort(self) -> None:
+        """Stop the encoder and wait for it to remove its temporary file."""
+        self.sink.abort.set()
+        self._wait()
+
+
 @contextlib.contextmanager
 def png_sink(
     path: str | os.PathLike[str],
@@ -540,44 +651,16 @@ def png_sink(
     Raises:
         OutputError: the file exists (without ``overwrite``), or cannot be written.
     """
-    if _spng() is None:
-        raise OutputError("cannot write a PNG a band at a time: libspng is not available")
-    dtype = np.dtype(dtype)
-    if dtype not in (np.uint8, np.uint16):
-        raise ImageError(f"cannot write {os.fspath(path)}: PNG cannot hold {dtype} pixels")
-    sink = PngSink(tuple(shape), dtype)
-    finished = threading.Event()
-
-    def write() -> None:
-        try:
-            with atomic_output(path, overwrite=overwrite) as fh:
-                _encode(fh, sink, compress_level, icc_profile, exif)
-        except BaseException as err:
-            sink.error = err
-            sink.abort.set()
-        finally:
-            finished.set()
-
-    def wait() -> None:
-        # An event, not Thread.join: on Python 3.11 a Ctrl-C inside join can mark the writer
-        # stopped while it still runs, and the temporary would outlive the process.
-        while not finished.wait(0.1):
-            pass
-
-    thread = threading.Thread(target=write, name="blurapp-png-writer", daemon=True)
+    writer = PngWriter(
+        path, shape, dtype, icc_profile=icc_profile, exif=exif, compress_level=compress_level,
+        overwrite=overwrite,
+    )  # fmt: skip
     try:
-        thread.start()  # inside: a Ctrl-C during start() still aborts the writer
-        yield sink
-        sink.finish()
-        wait()
+        writer.start()  # inside: a Ctrl-C during start() still aborts the writer
+        yield writer.sink
+        writer.close()
+        writer._wait()
     except BaseException:
-        sink.abort.set()
-        if thread.ident is not None:  # started
-            wait()
+        writer.abort()
         raise
-    if sink.error is not None:
-        err = sink.error
-        if isinstance(err, OutputError):
-            raise err
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise OutputError(f"cannot write {os.fspath(path)}: {reason or type(err).__name__}")
+    writer.wait()

@@ -215,3 +215,42 @@ def test_a_signal_mid_band_leaves_nothing_half_written(tmp_path: Path, sig: str)
         expected = filter_pixels(pixels, FilterSpec.create("box:9", strategy="cpu")).image
         np.testing.assert_array_equal(read_image(out / "big.png").pixels, expected)
     assert big.read_bytes() == before
+
+
+def test_a_file_failing_in_its_writer_after_its_tiles_fails_alone(
+    gpu, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer deflates a file's last rows while the next file streams (the batch does not
+    wait for it): a write error then (a full disk) still fails that file alone, with one line,
+    and leaves no temporary; the other files are written."""
+    import errno
+
+    import blurapp.io.bands as bands
+    from blurapp.io import TEMP_SUFFIX
+
+    real = bands._encode
+
+    def failing(fh, sink, *args):  # type: ignore[no-untyped-def]
+        if "first" not in fh.name:
+            return real(fh, sink, *args)
+        for _ in sink.bands():  # every band taken, the last one never written
+            pass
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(bands, "_encode", failing)
+    rng = np.random.default_rng(9)
+    out = tmp_path / "out"
+    out.mkdir()
+    jobs = []
+    for name in ("first.png", "second.png", "third.png"):
+        pixels = rng.integers(0, 256, (900, 1100, 3)).astype(np.uint8)
+        (tmp_path / name).write_bytes(imagecodecs.png_encode(pixels))
+        jobs.append(Job(tmp_path / name, out / name, "png"))
+    spec = FilterSpec.create("box:5", strategy="separable")
+    assert stream_plan(jobs[0].input, probe_image(jobs[0].input), "png", spec, EncodeSettings(),
+                       bands=True) is not None  # fmt: skip
+    records = run_pipeline(jobs, spec, EncodeSettings(), workers=2)
+    assert [r.status for r in records] == ["failed", "ok", "ok"]
+    assert "No space left" in (records[0].error or "") and "\n" not in (records[0].error or "")
+    assert sorted(p.name for p in out.iterdir()) == ["second.png", "third.png"]
+    assert not [p for p in out.iterdir() if p.name.endswith(TEMP_SUFFIX)]

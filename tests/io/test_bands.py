@@ -17,7 +17,7 @@ from blurapp.core.errors import ImageError, OutputError
 from blurapp.core.filterspec import FilterSpec
 from blurapp.core.tiling import plan_grid
 from blurapp.io import TEMP_SUFFIX, read_image
-from blurapp.io.bands import open_png_source, png_sink, spng_available
+from blurapp.io.bands import PngWriter, open_png_source, png_sink, spng_available
 from blurapp.pipeline import filter_pixels, stream_pixels
 
 pytestmark = pytest.mark.skipif(not spng_available(), reason="imagecodecs without libspng")
@@ -85,6 +85,72 @@ def test_source_holds_a_bounded_band_of_rows(tmp_path: Path) -> None:
             np.testing.assert_array_equal(src[lo:hi, 3:37], pixels[lo:hi, 3:37])
         assert src.decoded_rows == 2000  # each row decoded once
         assert src.peak_rows <= 50 + 50 + 64 + 64  # look-back, a request, decoding steps
+
+
+def test_prefetch_decodes_the_first_rows_once(tmp_path: Path) -> None:
+    """A batch opens the next file ahead and decodes its first row of tiles (prefetch); the
+    requests then find those rows, each row still decoded once."""
+    pixels = _pixels((500, 30, 3))
+    path = _png(tmp_path / "in.png", pixels)
+    with open_png_source(path, look_back=120) as src:
+        src.prefetch(120)
+        assert 120 <= src.decoded_rows <= 120 + 64  # a decoding step at most beyond
+        for y0 in range(0, 500, 100):
+            lo, hi = max(0, y0 - 10), min(500, y0 + 110)
+            np.testing.assert_array_equal(src[lo:hi, 0:30], pixels[lo:hi])
+        src.prefetch(120)  # rows were asked for: nothing more
+        assert src.decoded_rows == 500
+    with open_png_source(path, look_back=50) as src:
+        src.prefetch(10_000)  # no more than the buffer holds
+        assert src.decoded_rows <= 50 + 64
+        np.testing.assert_array_equal(src[0:500, 0:30], pixels)
+
+
+def test_writer_completes_the_file_after_close(tmp_path: Path) -> None:
+    """PngWriter.close returns once every window was given (a batch streams its next file
+    meanwhile); wait() publishes the file, which then equals what png_sink writes."""
+    pixels = _pixels((40, 25, 3), seed=2)
+    out, ref = tmp_path / "out.png", tmp_path / "ref.png"
+    writer = PngWriter(out, pixels.shape, np.uint8)
+    writer.start()
+    for window in _grid_windows(40, 25, 10):
+        y0, y1, x0, x1 = window
+        writer.sink(window, pixels[y0:y1, x0:x1])
+    writer.close()
+    writer.wait()
+    with png_sink(ref, pixels.shape, np.uint8) as sink:
+        sink((0, 40, 0, 25), pixels)
+    assert out.read_bytes() == ref.read_bytes()
+    np.testing.assert_array_equal(read_image(out).pixels, pixels)
+
+
+def test_an_aborted_writer_leaves_nothing(tmp_path: Path) -> None:
+    pixels = _pixels((40, 25, 3), seed=2)
+    out = tmp_path / "out.png"
+    writer = PngWriter(out, pixels.shape, np.uint8)
+    writer.start()
+    writer.sink((0, 20, 0, 25), pixels[:20])
+    writer.abort()
+    assert not list(tmp_path.iterdir())
+    closed = PngWriter(out, pixels.shape, np.uint8)
+    closed.start()
+    closed.sink((0, 40, 0, 25), pixels)
+    closed.close()
+    closed.abort()  # the caller failed after the last window: published or removed, no temporary
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(TEMP_SUFFIX)]
+    never = PngWriter(tmp_path / "never.png", pixels.shape, np.uint8)
+    never.abort()  # never started: nothing to wait for
+    never.wait()
+    assert not (tmp_path / "never.png").exists()
+    (tmp_path / "taken.png").write_bytes(b"precious")
+    taken = PngWriter(tmp_path / "taken.png", pixels.shape, np.uint8)
+    taken.start()
+    with pytest.raises(OutputError):
+        taken.sink((0, 40, 0, 25), pixels)
+        taken.close()
+        taken.wait()
+    taken.abort()
+    assert (tmp_path / "taken.png").read_bytes() == b"precious"
 
 
 def _with_chunk(png: bytes, kind: bytes, body: bytes) -> bytes:
