@@ -365,6 +365,8 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
     window.open_path(photo)
     first = clock.wait_shown(t0, lambda s: sigma_of(s) == 5.0)
     out["open"] = {"first_picture_ms": _ms(first, t0)}
+    if TRACE_STALLS:
+        out["open_ran"] = _what_ran(window, t0, first)
 
     # --- five steps, 0.5 s apart, from the first picture on
     steps = []
