@@ -12,9 +12,11 @@ are the scheduler's; this module only relays.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +73,43 @@ class _Relay(QObject):
     progress = Signal(str, int, object)  # channel, generation, partial result
 
 
+#: Counting reports of one channel (done of total) reach the UI thread at most this often.
+PROGRESS_EVERY_S = 0.05
+
+
+class _ProgressThrottle:
+    """Lets a channel's counting reports (objects with ``done`` and ``total``, or a
+    ``(done, total)`` pair) through at most every :data:`PROGRESS_EVERY_S`, the last (done ==
+    total) always; every other report at once. A 12 MP full result in small tiles reported
+    ~1200 times in a few seconds: each a queued call the UI thread runs in one batch of posted
+    events, where the heartbeat's timer waits (stalls of 0.3-0.4 s measured)."""
+
+    def __init__(self, emit: Callable[[str, int, object], None]) -> None:
+        self._emit = emit
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, channel: str, generation: int, partial: object) -> None:
+        count = _count_of(partial)
+        if count is not None and count[0] < count[1]:
+            now = time.monotonic()
+            with self._lock:
+                if now - self._last.get(channel, -math.inf) < PROGRESS_EVERY_S:
+                    return
+                self._last[channel] = now
+        self._emit(channel, generation, partial)
+
+
+def _count_of(partial: object) -> tuple[int, int] | None:
+    if isinstance(partial, tuple) and len(partial) == 2:
+        done, total = partial
+    else:
+        done, total = getattr(partial, "done", None), getattr(partial, "total", None)
+    if isinstance(done, int) and isinstance(total, int):
+        return done, total
+    return None
+
+
 class JobRunner(QObject):
     """Superseding job submission on the scheduler's lanes.
 
@@ -108,7 +147,7 @@ class JobRunner(QObject):
             tuple(lanes or self.LANES),
             on_done=self.relay.done.emit,
             on_failed=self.relay.failed.emit,
-            on_progress=self.relay.progress.emit,
+            on_progress=_ProgressThrottle(self.relay.progress.emit),
             thread_start=_lower_priority,
             on_foreground=_hold_calibration if holds_calibration else None,
         )

@@ -62,3 +62,19 @@ def test_debounce_runs_once(qtbot) -> None:
     runner.wait_idle()
     assert calls == [4]
     assert blocker.args == ["live", 4]
+
+
+def test_counting_reports_are_thinned_but_the_last_always_arrives() -> None:
+    # A full result in small tiles reports each tile; the UI thread gets at most one counting
+    # report per PROGRESS_EVERY_S of a channel, the last (done == total) and others always.
+    from blurapp.ui import worker
+
+    got: list[tuple[str, object]] = []
+    throttle = worker._ProgressThrottle(lambda c, g, p: got.append((c, p)))
+    for done in range(1, 1001):
+        throttle("live", 1, (done, 1000))
+    throttle("preview", 1, "a picture")
+    counts = [p for c, p in got if c == "live"]
+    assert counts[0] == (1, 1000) and counts[-1] == (1000, 1000)
+    assert len(counts) < 50  # a thousand reports in far less than 2.5 s
+    assert ("preview", "a picture") in got
