@@ -178,7 +178,9 @@ def test_a_first_picture_beside_other_work_on_its_cores_has_half_the_budget(monk
     from blurapp.ui import jobs
 
     monkeypatch.setattr(plan, "engine_rate", lambda kind: None)
-    monkeypatch.setattr(jobs, "RATES", plan.Rates({"gpu": 6.7e8, "cpu": 1e9}))
+    rates = plan.Rates({"gpu": 6.7e8, "cpu": 1e9})
+    monkeypatch.setattr(rates, "learn", lambda *a, **k: None)  # the rate given, not the run's
+    monkeypatch.setattr(jobs, "RATES", rates)
     image = np.zeros((512, 512, 3), np.uint8)
     spec = FilterSpec(Kernel.parse("gaussian:sigma=3.37"), strategy="auto")
     alone = jobs.first_picture(image, spec, lambda: None)
