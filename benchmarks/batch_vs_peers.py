@@ -16,8 +16,13 @@ root: ``apt-get install -y libvips-tools imagemagick``). Prints the median wall 
 tool, the ratios to blurapp and to libvips, and peak resident memory (GNU time's maximum
 resident set, or ``wait4``'s ru_maxrss: the largest process of a run).
 
+``--timeline FILE.json`` adds one more ``blurapp batch`` run in a traced process: the stages
+(decode, gather, GPU submit and collect, encode...) as (stage, thread, start, end) spans and
+every thread's CPU time every 20 ms, printed as a table of 0.1 s steps (where the cores idle).
+
 Usage: ``python benchmarks/batch_vs_peers.py [--count 20] [--size 3840x2160] [--rounds 3]
-[--formats png,jpg] [--strategy auto] [--whole] [--skip-imagemagick] [--json results.json]``
+[--formats png,jpg] [--strategy auto] [--whole] [--skip-imagemagick] [--json results.json]
+[--timeline timeline.json]``
 """
 
 from __future__ import annotations
@@ -76,6 +81,121 @@ def photo_like(width: int, height: int, seed: int) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
+#: Stages a --timeline run times: (module, attribute, name); attributes are wrapped in the
+#: traced process only (functions or methods looked up at call time).
+TRACED = (
+    ("blurapp.gpu.device", "get_device", "device"),
+    ("blurapp.batch.pipeline", "probe_image", "probe"),
+    ("blurapp.batch.pipeline", "stream_plan", "plan"),
+    ("blurapp.batch.pipeline", "read_image", "read"),
+    ("blurapp.batch.pipeline", "start_png_stream", "stream"),
+    ("blurapp.batch.pipeline", "filter_in_place", "in-place"),
+    ("blurapp.batch.pipeline", "_write", "write"),
+    ("blurapp.io.bands", "_encode", "encode"),
+    ("blurapp.io.bands:PngRowSource", "_decode_to", "decode"),
+    ("blurapp.pipeline", "gather", "gather"),
+    ("blurapp.pipeline", "prepare", "prepare"),
+    ("blurapp.pipeline", "run", "run"),
+    ("blurapp.pipeline", "finish", "finish"),
+    ("blurapp.gpu.engine:GpuFilter", "_submit", "submit"),
+    ("blurapp.gpu.engine:GpuFilter", "_collect", "collect"),
+)
+
+
+def _trace_batch(out: str, argv: list[str], step: float = 0.1) -> int:
+    """Run ``blurapp`` with ``argv`` in this process, recording each traced stage's spans
+    (thread, stage, start, end) and every thread's CPU time every 20 ms (Linux /proc; threads
+    named as Python names them); write both to ``out`` (JSON) and print, for each ``step``
+    seconds, the cores busy, each thread group's share and the stages in progress."""
+    import collections
+    import ctypes
+    import importlib
+    import re
+    import threading
+
+    t0 = time.perf_counter()
+    spans: list[tuple[str, str, float, float]] = []
+    samples: list[tuple[float, dict[str, tuple[str, float]]]] = []
+    libc = ctypes.CDLL(None)
+    bootstrap = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+
+    def named(self: threading.Thread) -> None:  # the kernel's thread name = Python's, for /proc
+        libc.prctl(15, re.sub(r"[-_]?\d+$", "", self.name)[:15].encode(), 0, 0, 0)
+        bootstrap(self)
+
+    threading.Thread._bootstrap_inner = named  # type: ignore[attr-defined]
+    tick = os.sysconf("SC_CLK_TCK")
+    main_tid = str(threading.get_native_id())
+
+    def poll() -> None:
+        while True:
+            snap = {}
+            for tid in os.listdir("/proc/self/task"):
+                try:
+                    stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+                except OSError:
+                    continue
+                name = "main" if tid == main_tid else stat[stat.index("(") + 1 : stat.rindex(")")]
+                fields = stat[stat.rindex(")") + 2 :].split()
+                snap[tid] = (name, (int(fields[11]) + int(fields[12])) / tick)
+            samples.append((time.perf_counter() - t0, snap))
+            time.sleep(0.02)
+
+    threading.Thread(target=poll, name="tracer", daemon=True).start()
+
+    def wrap(owner: object, attr: str, name: str) -> None:
+        fn = getattr(owner, attr)
+
+        def traced(*a: object, **k: object) -> object:
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spans.append((name, threading.current_thread().name, start - t0,
+                              time.perf_counter() - t0))  # fmt: skip
+
+        setattr(owner, attr, traced)
+
+    for where, attr, name in TRACED:
+        module, _, cls = where.partition(":")
+        owner = importlib.import_module(module)
+        wrap(getattr(owner, cls) if cls else owner, attr, name)
+    from blurapp.cli import main as blurapp_main
+
+    try:
+        code = blurapp_main(argv)
+    finally:
+        wall = time.perf_counter() - t0
+        Path(out).write_text(json.dumps({"wall_s": wall, "spans": spans, "samples": samples}))
+    # Each step: CPU seconds per thread group (lavapipe's workers are named by the driver), from
+    # the first sample on (what the interpreter's start took before it is not counted).
+    buckets = int(wall / step) + 1
+    cpu: dict[str, list[float]] = collections.defaultdict(lambda: [0.0] * buckets)
+    last = {tid: used for tid, (_, used) in samples[0][1].items()} if samples else {}
+    for t, snap in samples[1:]:
+        b = min(buckets - 1, int(t / step))
+        for tid, (name, used) in snap.items():
+            group = re.sub(r"[-_:]?\d+$", "", name)
+            cpu[group][b] += used - last.get(tid, 0.0)
+            last[tid] = used
+    cpu.pop("tracer", None)
+    active: list[collections.Counter[str]] = [collections.Counter() for _ in range(buckets)]
+    for name, _, start, end in spans:
+        for b in range(int(start / step), min(buckets, int(end / step) + 1)):
+            share = min(end, (b + 1) * step) - max(start, b * step)
+            if share > 0:
+                active[b][name] += share / step
+    groups = sorted(cpu, key=lambda g: -sum(cpu[g]))[:8]
+    print(f"wall {wall:.2f} s; CPU seconds: " + ", ".join(f"{g} {sum(cpu[g]):.2f}" for g in groups))
+    print("    t  busy " + " ".join(f"{g[:9]:>9s}" for g in groups) + "  stages in progress")
+    for b in range(buckets):
+        busy = sum(cpu[g][b] for g in cpu) / step
+        row = " ".join(f"{cpu[g][b] / step:9.2f}" for g in groups)
+        doing = " ".join(f"{n}:{v:.1f}" for n, v in active[b].most_common(6))
+        print(f"{b * step:5.1f} {busy:5.2f} {row}  {doing}")
+    return code
+
+
 @dataclass
 class Run:
     tool: str
@@ -127,6 +247,9 @@ def _imagemagick() -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--trace-batch"]:  # the --timeline run's own process
+        return _trace_batch(argv[1], argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=20, help="images per format (default 20)")
     parser.add_argument("--size", default="3840x2160", help="WxH (default 3840x2160)")
@@ -143,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-imagemagick", action="store_true", help="leave ImageMagick out (10x slower)"
     )
+    parser.add_argument(
+        "--timeline", metavar="FILE.json",
+        help="after the rounds, one more blurapp batch of the first format with its stages "
+        "and every thread's CPU recorded (JSON here) and printed every 0.1 s",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     width, height = (int(v) for v in args.size.lower().split("x"))
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
@@ -210,6 +338,15 @@ def main(argv: list[str] | None = None) -> int:
                 wall, peak = _run_measured(commands(tool, fmt, out), tool_env)
                 runs.append(Run(tool, fmt, wall, peak))
                 print(f"round {r + 1} {fmt:4s} {tool:12s} {wall:8.2f} s  peak {peak:7.1f} MiB")
+
+    if args.timeline:
+        out = root / "out_timeline"
+        out.mkdir(exist_ok=True)
+        fmt = formats[0]
+        cmd = commands("blurapp", fmt, out)[0]
+        traced = [sys.executable, __file__, "--trace-batch", args.timeline, *cmd[3:]]
+        print(f"timeline of one blurapp batch ({fmt}), written to {args.timeline}:")
+        subprocess.run(traced, env=env, check=True)
 
     load_after = os.getloadavg()
     print()
