@@ -98,6 +98,10 @@ __all__ = ["MainWindow", "sample_path"]
 COMPARE_DEBOUNCE_MS = 150
 REFINE_AFTER_MS = 150  # see schedule_live
 VIEW_DEBOUNCE_MS = 120
+#: The adapter is probed this long after the window shows (after its first paint), or after
+#: it is made when it is not shown.
+PROBE_AFTER_SHOW_MS = 30
+PROBE_UNSHOWN_MS = 300
 #: The full result's progress (status bar, the view's note) is redrawn at most this often: a
 #: 12 MP result reports every tile, and each redraw repaints the progress bar at once (Qt's
 #: QProgressBar.setValue) and the picture under the note, on the UI thread.
@@ -179,8 +183,12 @@ class MainWindow(QMainWindow):
         self.runner.busy_changed.connect(self._busy_changed)
         self.cpu_runner.finished.connect(self._cpu_finished)
         self.cpu_runner.failed.connect(self._cpu_failed)
+        self._probe_pending = probe_adapter
         if probe_adapter:
-            self.runner.submit("adapter", _probe_adapter)
+            # After the window's first paint (showEvent), not beside it: creating the device
+            # parses wgpu's C types in Python and took the GIL from the first paint (278 ms
+            # measured); a window never shown probes after PROBE_UNSHOWN_MS all the same.
+            QTimer.singleShot(PROBE_UNSHOWN_MS, self._probe)
 
     # ------------------------------------------------------------------------------ the state
     # Read-only views of the model, for the window's callers and tests.
@@ -313,6 +321,19 @@ class MainWindow(QMainWindow):
         self.kernel_tabs.currentChanged.connect(self._kernel_page_changed)
         self.kernel_dock.visibilityChanged.connect(self._kernel_page_changed)
         self.timing.export_cli.clicked.connect(self.export_cli)
+
+    def _probe(self) -> None:
+        """Find the GPU adapter (once): the ``adapter`` channel's job."""
+        if self._probe_pending:
+            self._probe_pending = False
+            self.runner.submit("adapter", _probe_adapter)
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if self._probe_pending:
+            # Its timer fires when the event loop is free again: after the first expose and
+            # paint, which come from the platform within this moment.
+            QTimer.singleShot(PROBE_AFTER_SHOW_MS, self._probe)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         if not self.files.may_close():  # a save in progress: finished, or stopped, first
