@@ -28,10 +28,11 @@ from __future__ import annotations
 import importlib.resources
 import os
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QSettings, Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QDragEnterEvent, QDropEvent, QImage, QUndoStack
 from PySide6.QtWidgets import (
     QApplication,
@@ -98,9 +99,9 @@ __all__ = ["MainWindow", "sample_path"]
 COMPARE_DEBOUNCE_MS = 150
 REFINE_AFTER_MS = 150  # see schedule_live
 VIEW_DEBOUNCE_MS = 120
-#: The adapter is probed this long after the window shows (after its first paint), or after
-#: it is made when it is not shown.
-PROBE_AFTER_SHOW_MS = 30
+#: The adapter is probed after the window's first paint; at the latest this long after it
+#: shows, or after it is made when it is not shown.
+PROBE_AFTER_SHOW_MS = 1000
 PROBE_UNSHOWN_MS = 300
 #: The full result's progress (status bar, the view's note) is redrawn at most this often: a
 #: 12 MP result reports every tile, and each redraw repaints the progress bar at once (Qt's
@@ -331,8 +332,11 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().showEvent(event)
         if self._probe_pending:
-            # Its timer fires when the event loop is free again: after the first expose and
-            # paint, which come from the platform within this moment.
+            # Once the first expose has been handled (Qt paints the window inside it), or
+            # after PROBE_AFTER_SHOW_MS if none comes (a minimised window).
+            handle = self.windowHandle()
+            if handle is not None and not getattr(self, "_expose_watch", None):
+                self._expose_watch = _AfterFirstExpose(handle, self._probe)
             QTimer.singleShot(PROBE_AFTER_SHOW_MS, self._probe)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -969,6 +973,22 @@ class MainWindow(QMainWindow):
     def show_licences(self) -> None:
         licences = importlib.resources.files("blurapp.assets").joinpath("samples", "LICENSES.md")
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(licences)))
+
+
+class _AfterFirstExpose(QObject):
+    """Calls ``then`` once the window's first expose event has been handled (a zero timer
+    started inside it fires after Qt's paint of the window), then watches no more."""
+
+    def __init__(self, window: QObject, then: Callable[[], None]) -> None:
+        super().__init__(window)
+        self._then = then
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Expose:
+            watched.removeEventFilter(self)
+            QTimer.singleShot(0, self._then)
+        return False
 
 
 def _probe_adapter(check, report) -> dict:
