@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 from PySide6.QtGui import QColor, QImage
+
+if TYPE_CHECKING:
+    from blurapp.ui.image_view import DisplayColour
 
 
 def to_display_uint8(image: np.ndarray) -> np.ndarray:
@@ -32,13 +36,21 @@ def to_display_uint8(image: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out, dtype=np.uint8)
 
 
+#: QImage text naming the display conversion a worker applied to a picture
+#: (:attr:`blurapp.ui.image_view.DisplayColour.key`): the view does not convert it again.
+CONVERTED_KEY = "blurapp-display-colour"
+
 # The bytes of blue, green, red and alpha in a pixel of Format_RGB32 / Format_ARGB32 (one
 # 0xAARRGGBB word: B, G, R, A in memory on a little-endian machine).
 _BGRA = (0, 1, 2, 3) if sys.byteorder == "little" else (3, 2, 1, 0)
 
 
-def to_qimage(image: np.ndarray) -> QImage:
+def to_qimage(image: np.ndarray, colour: DisplayColour | None = None) -> QImage:
     """A QImage of its own of a numpy image (grey, grey+alpha, RGB or RGBA).
+
+    ``colour``: the view's conversion from the image's profile to the screen, applied here
+    (off the UI thread, the GIL let go: :meth:`DisplayColour.convert_array`) where it can be;
+    the picture then carries its key and the view does not convert it again.
 
     Safe to call from a worker thread: QImage, unlike QPixmap, is not tied to the GUI thread.
     The picture is ``Format_RGB32`` (opaque) or ``Format_ARGB32``, the raster formats a
@@ -50,6 +62,16 @@ def to_qimage(image: np.ndarray) -> QImage:
     data = to_display_uint8(image)
     if data.ndim == 3 and data.shape[2] == 1:
         data = data[:, :, 0]
+    converted = ""
+    if colour is not None and colour.managed:
+        rgb = data
+        if data.ndim == 2:  # an RGB profile on grey pixels: the RGB pixels they stand for
+            rgb = np.repeat(data[:, :, None], 3, axis=2)
+        elif data.shape[2] == 2:
+            rgb = data[:, :, [0, 0, 0, 1]]
+        done = colour.convert_array(rgb)
+        if done is not None:
+            data, converted = done, colour.key
     height, width = data.shape[:2]
     alpha = data.ndim == 3 and data.shape[2] in (2, 4)
     out = QImage(
@@ -66,6 +88,8 @@ def to_qimage(image: np.ndarray) -> QImage:
     else:
         px[..., r], px[..., g], px[..., b] = data[..., 0], data[..., 1], data[..., 2]
     px[..., a] = data[..., -1] if alpha else 255
+    if converted:
+        out.setText(CONVERTED_KEY, converted)
     return out
 
 

@@ -38,6 +38,7 @@ from blurapp.core.timing import Timing
 from blurapp.live import plan as live_plan
 from blurapp.live.scaling import downscale, reduced_kernel
 from blurapp.ui.convert import heat_rgb, to_qimage
+from blurapp.ui.image_view import DisplayColour
 
 Check = Callable[[], None]
 Report = Callable[[object], None]
@@ -222,6 +223,7 @@ def first_picture(
     cores_shared: Callable[[], bool] = lambda: False,
     request: int = 0,
     curves: ChannelCurves | None = None,
+    colour: DisplayColour | None = None,
 ) -> LivePreview:
     """A change's first picture: the visible region, reduced as the measured rates say so that
     it is computed within :data:`blurapp.live.plan.FIRST_BUDGET_MS` (never less reduced than
@@ -257,7 +259,7 @@ def first_picture(
             full = pipeline.filter_pixels(
                 image, spec, input_key=image_key, check=check, curves=curves
             )
-            live = _live_result(image, spec, full, viewport, image_key, request)
+            live = _live_result(image, spec, full, viewport, image_key, request, colour)
             if cache is not None:
                 cache.store(live)
             return LivePreview(
@@ -275,7 +277,7 @@ def first_picture(
     if factor == 1:
         window = viewport.window
     return LivePreview(
-        spec, to_qimage(part.image), window, factor, part.timing, part.strategy, image_key,
+        spec, to_qimage(part.image, colour), window, factor, part.timing, part.strategy, image_key,
         request,
     )  # fmt: skip
 
@@ -291,6 +293,7 @@ def run_full(
     *,
     request: int = 0,
     curves: ChannelCurves | None = None,
+    colour: DisplayColour | None = None,
 ) -> LiveResult:
     """The window's main result: the pixel pipeline (:func:`blurapp.pipeline.filter_pixels`),
     the same call ``blurapp apply`` makes, in tiles sized by the measured rates
@@ -312,7 +315,7 @@ def run_full(
         in_flight=1,  # a new setting's run must not queue behind a cancelled render's tiles
         curves=curves,
     )
-    live = _live_result(image, spec, result, viewport, image_key, request)
+    live = _live_result(image, spec, result, viewport, image_key, request, colour)
     if cache is not None:
         cache.store(live)
     return live
@@ -325,8 +328,10 @@ def _live_result(
     viewport: Viewport,
     image_key: Hashable | None,
     request: int,
+    colour: DisplayColour | None = None,
 ) -> LiveResult:
-    """A full result for the window, with its display copy; the rates learn from its run."""
+    """A full result for the window, with its display copy (converted for the screen with
+    ``colour``); the rates learn from its run."""
     h, w = image.shape[:2]
     factor = max(1, viewport.factor)
     first = result.timing.first_run  # the engine knows whether it compiled
@@ -343,7 +348,7 @@ def _live_result(
         result.timing,
         result.strategy,
         result.reason,
-        to_qimage(display),
+        to_qimage(display, colour),
         factor,
         first,
         image_key,
@@ -375,9 +380,10 @@ def run_live(
     return run_full(image, spec, check, report, image_key, viewport, cache, curves=curves)
 
 
-def display_of(result: LiveResult, factor: int) -> QImage:
-    """The result's picture at 1 / ``factor`` (a worker's job when the zoom changes)."""
-    return to_qimage(downscale(result.image, factor) if factor >= 2 else result.image)
+def display_of(result: LiveResult, factor: int, colour: DisplayColour | None = None) -> QImage:
+    """The result's picture at 1 / ``factor`` (a worker's job when the zoom changes),
+    converted for the screen with ``colour``."""
+    return to_qimage(downscale(result.image, factor) if factor >= 2 else result.image, colour)
 
 
 # ---------------------------------------------------------------------------------- compare
