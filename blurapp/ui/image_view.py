@@ -16,6 +16,7 @@ import hashlib
 import io
 import math
 import os
+import threading
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
@@ -71,7 +72,7 @@ class DisplayColour:
         self.source = QColorSpace()
         self.description = ""
         self._lcms = None  # an ImageCms transform where Qt cannot read the profile
-        self._workers: tuple[object, object, str] | None = None  # for convert_array
+        self._workers: tuple[bytes, bytes] | None = None  # (profile, screen's): convert_array
         #: Names the conversion (profile and screen): a picture a worker converted already
         #: carries it (QImage text :data:`CONVERTED_KEY`) and is not converted again.
         self.key = ""
@@ -90,7 +91,7 @@ class DisplayColour:
             if self._lcms is not None:
                 self.description = self._lcms[2]
         if self.managed:
-            self._workers = _lcms_transform(icc_profile, self.target, shared=True)
+            self._workers = (icc_profile, screen)  # transforms made by the first worker
 
     def convert_array(self, pixels: np.ndarray) -> np.ndarray | None:
         """8-bit RGB or RGBA pixels (H×W×3 or ×4) converted for the screen by littlecms, off
@@ -100,11 +101,14 @@ class DisplayColour:
         managed, or a profile littlecms reads as not RGB): the view then converts."""
         if self._workers is None or pixels.ndim != 3 or pixels.shape[2] not in (3, 4):
             return None
+        transforms = _shared_transforms(self.key, *self._workers)
+        if transforms is None:
+            return None
         from PIL import Image, ImageCms
 
         alpha = pixels.shape[2] == 4
         picture = Image.fromarray(np.ascontiguousarray(pixels), "RGBA" if alpha else "RGB")
-        out = ImageCms.applyTransform(picture, self._workers[1] if alpha else self._workers[0])
+        out = ImageCms.applyTransform(picture, transforms[1] if alpha else transforms[0])
         return None if out is None else np.asarray(out)
 
     def convert(self, image: QImage) -> QImage:
@@ -123,8 +127,24 @@ class DisplayColour:
         return image if converted.isNull() else converted
 
 
+_transforms: dict[str, tuple[object, object, str] | None] = {}
+_transforms_lock = threading.Lock()
+
+
+def _shared_transforms(key: str, icc_profile: bytes, screen: bytes) -> tuple | None:
+    """The littlecms transforms of one conversion, made once by the first worker that needs
+    them (tens of ms each: not on the UI thread, where every view of the window gets its
+    own DisplayColour when an image opens) and shared by every view and thread after."""
+    with _transforms_lock:
+        if key not in _transforms:
+            if len(_transforms) > 8:
+                _transforms.clear()
+            _transforms[key] = _lcms_transform(icc_profile, screen, shared=True)
+        return _transforms[key]
+
+
 def _lcms_transform(
-    icc_profile: bytes, target: QColorSpace, *, shared: bool = False
+    icc_profile: bytes, target: QColorSpace | bytes, *, shared: bool = False
 ) -> tuple[object, object, str] | None:
     """(RGB transform, RGBA transform, description) from the profile to ``target`` through
     littlecms, or ``None`` when it cannot read the profile either (the picture is then shown
@@ -133,7 +153,7 @@ def _lcms_transform(
         from PIL import ImageCms
 
         source = ImageCms.ImageCmsProfile(io.BytesIO(icc_profile))
-        screen = bytes(target.iccProfile())
+        screen = target if isinstance(target, bytes) else bytes(target.iccProfile())
         dest = (
             ImageCms.ImageCmsProfile(io.BytesIO(screen))
             if screen
