@@ -189,7 +189,7 @@ class MainWindow(QMainWindow):
             # After the window's first paint (showEvent), not beside it: creating the device
             # parses wgpu's C types in Python and took the GIL from the first paint (278 ms
             # measured); a window never shown probes after PROBE_UNSHOWN_MS all the same.
-            QTimer.singleShot(PROBE_UNSHOWN_MS, self._probe)
+            QTimer.singleShot(PROBE_UNSHOWN_MS, self, self._probe)
 
     # ------------------------------------------------------------------------------ the state
     # Read-only views of the model, for the window's callers and tests.
@@ -337,7 +337,7 @@ class MainWindow(QMainWindow):
             handle = self.windowHandle()
             if handle is not None and not getattr(self, "_expose_watch", None):
                 self._expose_watch = _AfterFirstExpose(handle, self._probe)
-            QTimer.singleShot(PROBE_AFTER_SHOW_MS, self._probe)
+            QTimer.singleShot(PROBE_AFTER_SHOW_MS, self, self._probe)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         if not self.files.may_close():  # a save in progress: finished, or stopped, first
@@ -1002,7 +1002,7 @@ class _AfterFirstExpose(QObject):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if event.type() == QEvent.Type.Expose:
             watched.removeEventFilter(self)
-            QTimer.singleShot(0, self._then)
+            QTimer.singleShot(0, self, self._then)
         return False
 
 
