@@ -423,6 +423,11 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
     out["stalls_over_50ms"] = sum(
         1 for a, b in itertools.pairwise(clock.ticks) if (b - a) * 1e3 > 50
     )
+    out["stalls_over_50ms_at"] = [  # (seconds after the first tick, ms)
+        (round(a - clock.ticks[0], 2), round((b - a) * 1e3, 1))
+        for a, b in itertools.pairwise(clock.ticks)
+        if (b - a) * 1e3 > 50
+    ]
     if TRACE_STALLS:
         out["stall_traces"] = clock.stall_report()
     window.close()
