@@ -99,9 +99,8 @@ __all__ = ["MainWindow", "sample_path"]
 COMPARE_DEBOUNCE_MS = 150
 REFINE_AFTER_MS = 150  # see schedule_live
 VIEW_DEBOUNCE_MS = 120
-#: The adapter is probed after the window's first paint; at the latest this long after it
-#: shows, or after it is made when it is not shown.
-PROBE_AFTER_SHOW_MS = 1000
+#: The adapter is probed after the window's first paint, and at the latest this long after
+#: the window is made (shown or not).
 PROBE_UNSHOWN_MS = 300
 #: The full result's progress (status bar, the view's note) is redrawn at most this often: a
 #: 12 MP result reports every tile, and each redraw repaints the progress bar at once (Qt's
@@ -188,7 +187,7 @@ class MainWindow(QMainWindow):
         if probe_adapter:
             # After the window's first paint (showEvent), not beside it: creating the device
             # parses wgpu's C types in Python and took the GIL from the first paint (278 ms
-            # measured); a window never shown probes after PROBE_UNSHOWN_MS all the same.
+            # measured); a window not painted by then probes after PROBE_UNSHOWN_MS all the same.
             QTimer.singleShot(PROBE_UNSHOWN_MS, self, self._probe)
 
     # ------------------------------------------------------------------------------ the state
@@ -332,12 +331,11 @@ class MainWindow(QMainWindow):
     def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().showEvent(event)
         if self._probe_pending:
-            # Once the first expose has been handled (Qt paints the window inside it), or
-            # after PROBE_AFTER_SHOW_MS if none comes (a minimised window).
+            # Once the first expose has been handled (Qt paints the window inside it); the
+            # timer started in __init__ probes all the same if none comes.
             handle = self.windowHandle()
             if handle is not None and not getattr(self, "_expose_watch", None):
                 self._expose_watch = _AfterFirstExpose(handle, self._probe)
-            QTimer.singleShot(PROBE_AFTER_SHOW_MS, self, self._probe)
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         if not self.files.may_close():  # a save in progress: finished, or stopped, first
