@@ -104,6 +104,7 @@ class Clock:
         import traceback
 
         main = threading.main_thread().ident
+        main_tid = threading.main_thread().native_id
         self.stalls: list[dict] = []
 
         self.gil_waits: collections.Counter = collections.Counter()
@@ -136,11 +137,21 @@ class Clock:
                 if not late:
                     if current is not None:
                         current["samples"] = dict(current["samples"].most_common(6))
+                        current["running"] = dict(current["running"].most_common(8))
+                        (c0, w0), (c1, w1) = current.pop("sched0"), current.pop("sched1")
+                        # the UI thread's own time on a core, and waiting for one, in the stall
+                        current["ui_on_cpu_ms"] = round((c1 - c0) / 1e6, 1)
+                        current["ui_runqueue_ms"] = round((w1 - w0) / 1e6, 1)
                         self.stalls.append(current)
                         current = None
                     continue
                 if current is None or current["tick"] != last:
-                    current = {"tick": last, "samples": collections.Counter()}
+                    current = {"tick": last, "samples": collections.Counter(),
+                               "sched0": _schedstat(main_tid),
+                               "running": collections.Counter()}  # fmt: skip
+                current["sched1"] = _schedstat(main_tid)
+                for comm in _running_threads():
+                    current["running"][comm] += 1
                 frame = sys._current_frames().get(main)
                 stack = traceback.extract_stack(frame)[-8:] if frame is not None else []
                 where = " < ".join(
@@ -158,6 +169,9 @@ class Clock:
             if gap is None or gap >= min_ms:
                 out.append({"gap_ms": None if gap is None else round(gap, 1),
                             "at_s": round(stall["tick"] - self.ticks[0], 2),
+                            "ui_on_cpu_ms": stall.get("ui_on_cpu_ms"),
+                            "ui_runqueue_ms": stall.get("ui_runqueue_ms"),
+                            "running_threads": stall.get("running"),
                             "samples": stall["samples"]})  # fmt: skip
         return out
 
@@ -166,6 +180,29 @@ class Clock:
         if len(ticks) < 2:
             return float("nan")
         return round(max(b - a for a, b in itertools.pairwise(ticks)) * 1e3, 1)
+
+
+def _schedstat(tid: int) -> tuple[int, int]:
+    """A thread's time on a CPU and waiting on a run queue, ns (Linux's schedstat)."""
+    try:
+        on_cpu, waiting, _ = Path(f"/proc/self/task/{tid}/schedstat").read_text().split()
+        return int(on_cpu), int(waiting)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def _running_threads() -> list[str]:
+    """The names of this process's threads that are running or runnable now."""
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        if stat[stat.rindex(")") + 2] == "R":
+            names.append(comm)
+    return names
 
 
 def _ms(a: float | None, b: float | None) -> float | None:

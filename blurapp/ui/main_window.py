@@ -84,6 +84,7 @@ from blurapp.ui.kernel_editor import KernelGridEditor
 from blurapp.ui.kernel_history import TYPED, SetKernelCommand, SetSpecCommand
 from blurapp.ui.model import FilterModel
 from blurapp.ui.run_panel import RunPanel
+from blurapp.ui.settings_writer import BackgroundSettings
 from blurapp.ui.timing_panel import TimingPanel
 from blurapp.ui.window_settings import (
     SettingsReader,
@@ -128,7 +129,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("blurapp")
         self.setObjectName("mainWindow")
         self.setAcceptDrops(True)
-        self.settings = settings or QSettings()
+        # Written on a thread of its own: QSettings' own writes wait for the disk on this one.
+        self.settings = BackgroundSettings(settings or QSettings())
         # Read defensively: a value of any type in any key is its default and one warning.
         self.settings_reader = SettingsReader(self.settings)
         self.model = FilterModel(load_spec(self.settings_reader), self)
