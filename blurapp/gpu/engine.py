@@ -37,6 +37,7 @@ from blurapp.gpu.strategies import (
     PassSpec,
     buffer_variant,
     get_strategy,
+    with_channels,
     with_output,
 )
 from blurapp.gpu.timing import PassTimer
@@ -264,12 +265,19 @@ def _passes(
     tile: int | None,
     channels: int,
     tolerance: float | None,
+    output: str = "rgba32f",
 ) -> tuple[PassSpec, ...]:
-    """The strategy's passes; ``tolerance`` goes only to the strategies that take one."""
+    """The strategy's passes, the last one writing ``output``; ``tolerance`` goes only to the
+    strategies that take one. An 8-bit output (``"rgba8"``) of 1 to 3 channels runs the 1-D
+    passes that skip the alpha lane (:func:`with_channels`): the start-up warm-up's 8-bit RGB
+    runs compile those, its float runs the others (which an RGBA image, premultiplied, runs)."""
     extra = {"tolerance": tolerance} if registry.STRATEGIES[strategy].takes_tolerance else {}
-    return get_strategy(strategy).passes(
+    passes = get_strategy(strategy).passes(
         kernel, border_mode, constant, size, limits, tile, channels, **extra
     )
+    if output == "rgba8":
+        passes = with_channels(passes, channels)
+    return with_output(passes, output)
 
 
 def modelled_bytes(
@@ -310,8 +318,9 @@ def modelled_bytes(
     height, width = int(shape[0]), int(shape[1])
     channels = int(shape[2]) if len(shape) > 2 else 4
     get_strategy(strategy)
-    passes = _passes(strategy, kernel, 0, 0.0, (width, height), limits, tile, channels, tolerance)
-    passes = with_output(passes, output)
+    passes = _passes(
+        strategy, kernel, 0, 0.0, (width, height), limits, tile, channels, tolerance, output
+    )
     return {p.name: _pass_bytes(p, texel) for p in passes}
 
 
@@ -454,9 +463,8 @@ class GpuFilter:
         height, width, channels = x.shape
         passes = _passes(
             strategy, kernel, border.mode.value, border.value, (width, height), ctx.limits,
-            tile, channels, tolerance,
+            tile, channels, tolerance, output,
         )  # fmt: skip
-        passes = with_output(passes, output)
         # The upload's layout is made before the lock (on lavapipe, another thread's run holds
         # the lock while its passes execute); a keyed input may be skipped, so it waits.
         staged = _staged(x, storage) if input_key is None and not hasattr(strat, "run") else None

@@ -324,13 +324,18 @@ def _reference_u8(x: np.ndarray, k: Kernel, border: str) -> np.ndarray:
     return from_float(ref, np.uint8, range_mode="clamp", squeeze=False)
 
 
-@pytest.mark.parametrize("shape", [(37, 23, 3), (1, 1, 3)], ids=["37x23x3", "1x1x3"])
+@pytest.mark.parametrize(
+    "shape",
+    [(37, 23, 3), (1, 1, 3), (29, 17, 2), (37, 23, 4)],
+    ids=["37x23x3", "1x1x3", "29x17x2", "37x23x4"],
+)
 @pytest.mark.parametrize("border", ALL_BORDERS)
 @pytest.mark.parametrize("strategy", GPU_STRATEGIES)
 def test_rgba8_output_matches_the_reference(gpu, strategy, border, shape) -> None:
     """The last pass stores rgba8unorm (clamped, rounded to nearest by the GPU): within one level
     of from_float's clamp quantisation of the float64 reference, for every strategy and border.
-    Inputs reach outside [0, 1] so that the clamp is exercised."""
+    Inputs reach outside [0, 1] so that the clamp is exercised. With 1 to 3 channels the 1-D
+    passes compute only the .rgb lanes (test_rgba8_output_of_rgb_skips_the_alpha_lane)."""
     x = image(shape, f"u8out{border}") * 1.4 - 0.2
     k = kernel("gaussian:sigma=1.5")
     out, timing = get_filter().run(x, k, border, strategy, output="rgba8")
@@ -346,6 +351,26 @@ def test_rgba8_output_matches_the_reference(gpu, strategy, border, shape) -> Non
     assert {n: b for n, b in narrow.items() if n != last} == {
         n: b for n, b in wide.items() if n != last
     }
+
+
+def test_rgba8_output_of_rgb_skips_the_alpha_lane() -> None:
+    """An 8-bit output of 1 to 3 channels runs the 1-D passes' ``rgb`` variant (the alpha lane,
+    never read back, is not computed); 4 channels, or a float output, the vec4 passes that the
+    start-up warm-up's float runs compile."""
+    from blurapp.core.planner import DeviceLimits
+    from blurapp.gpu.engine import _passes
+
+    k = kernel("gaussian:sigma=2")
+
+    def rgb(strategy: str, channels: int, output: str) -> list[bool]:
+        passes = _passes(strategy, k, 0, 0.0, (64, 48), DeviceLimits(), None, channels, None,
+                         output)  # fmt: skip
+        return [dict(p.template).get("rgb", False) for p in passes if p.shader != "transpose"]
+
+    for strategy in ("separable", "transpose", "lowrank"):
+        assert all(rgb(strategy, 3, "rgba8")) and all(rgb(strategy, 1, "rgba8"))
+        assert not any(rgb(strategy, 4, "rgba8")) and not any(rgb(strategy, 3, "rgba32f"))
+    assert rgb("direct", 3, "rgba8") == [False]
 
 
 def test_rgba8_output_of_a_non_separable_kernel(gpu) -> None:
@@ -407,10 +432,11 @@ def test_rgba8_output_has_its_own_small_output_texture_and_readback(fresh_filter
     created = dict(f.stats)
     f.run(image((30, 70, 3), "u8mem2"), k, "clamp", "separable", output="rgba8")
     assert dict(f.stats) == created
-    # The float output adds its own output texture, readback and last-pass pipeline only.
+    # The float output adds its own output texture, readback and pipelines only (both passes':
+    # the 8-bit output of RGB ran the variant that skips the alpha lane).
     f.run(x, k, "clamp", "separable")
     new = {n: v - created.get(n, 0) for n, v in f.stats.items() if v != created.get(n, 0)}
-    assert new == {"textures": 1, "buffers": 1, "pipelines": 1, "shader_modules": 1,
+    assert new == {"textures": 1, "buffers": 1, "pipelines": 2, "shader_modules": 2,
                    "bind_groups": 1}  # fmt: skip
     assert set(res.readbacks) == {"rgba8", "rgba32f"}
 

@@ -27,7 +27,7 @@ from blurapp.gpu.strategies.base import (
     register,
     with_output,
 )
-from blurapp.gpu.strategies.lines import LOOP_BUCKET, TAP_BUCKETS, buffer_variant
+from blurapp.gpu.strategies.lines import LOOP_BUCKET, TAP_BUCKETS, buffer_variant, with_channels
 
 _SHARED = {"base", "lines"}
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
@@ -64,5 +64,6 @@ __all__ = [
     "get_strategy",
     "line_block",
     "register",
+    "with_channels",
     "with_output",
 ]

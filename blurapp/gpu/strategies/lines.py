@@ -32,6 +32,7 @@ __all__ = [
     "rank_one_factors",
     "rows_pass",
     "transpose_pass",
+    "with_channels",
 ]
 
 TRANSPOSE_TILE = 32
@@ -197,8 +198,20 @@ def buffer_variant(p: PassSpec) -> PassSpec | None:
     )  # fmt: skip
     # What with_output added (the output texture's format) stays; the traffic is the model's
     # of the kernel itself, not of its zero padding.
-    kept = tuple(item for item in p.template if item[0] == "dst_format")
+    kept = tuple(item for item in p.template if item[0] in ("dst_format", "rgb"))
     return replace(variant, template=variant.template + kept, bytes_modelled=p.bytes_modelled)
+
+
+def with_channels(passes: tuple[PassSpec, ...], channels: int) -> tuple[PassSpec, ...]:
+    """``passes`` for an image of ``channels`` channels: with 1 to 3 the 1-D passes compute only
+    the .rgb lanes (the ``rgb`` template parameter) and store an alpha of 1, which nothing reads
+    back; with 4, ``passes`` unchanged. The same values in the lanes that are read."""
+    if channels > 3:
+        return passes
+    return tuple(
+        replace(p, template=(*p.template, ("rgb", True))) if p.shader in LINE_SHADERS else p
+        for p in passes
+    )
 
 
 def line_features(
