@@ -70,8 +70,9 @@ def _add_filter_options(p: argparse.ArgumentParser) -> None:
         type=_int_in(0, 9, "compress level"),
         default=6,
         help="PNG and TIFF deflate level, 0..9 (default: 6). PNG 1..6: Paeth row filter with "
-        "run-length deflate (fast; as small as full deflate on photos); 7..9: every row filter "
-        "and full deflate (slower, smaller on graphics); 0: stored",
+        "run-length deflate (fast; as small as full deflate on photos; Up when written a band "
+        "at a time); 7..9: every row filter and full deflate (slower, smaller on graphics); "
+        "0: stored",
     )
     e.add_argument(
         "--lossless", action="store_true", help=f"write {_names('--lossless')} losslessly"

@@ -16,9 +16,11 @@ again from its start.
 :func:`blurapp.pipeline.stream_pixels` calls its sink): each finished row of windows goes to an
 encoder thread that deflates it row by row into the file through
 :func:`blurapp.io.atomic.atomic_output` (published when complete; removed on any error, Ctrl-C
-included). The encoding is the whole-image writer's: levels 1..6 the Paeth row filter with
-zlib's run-length strategy, 7..9 every filter, 0 stored; the ICC profile and EXIF go in iCCP
-and eXIf chunks.
+included). The encoding is the whole-image writer's, except for the row filter of levels
+1..6: zlib's run-length strategy after the Up filter (the whole-image writer's libpng uses
+Paeth, which it filters with SIMD; libspng's scalar Paeth took a third of this writer's time,
+for a fifth smaller files: docs/PERFORMANCE.md, "Seventh session"); 7..9 every filter, 0
+stored; the ICC profile and EXIF go in iCCP and eXIf chunks.
 
 libspng reports errors as return codes (no ``longjmp`` through Python), which is why it is
 used here rather than libpng; it is called through :mod:`ctypes`, with the GIL released while
@@ -65,7 +67,7 @@ _SPNG_ENCODE_FINALIZE = 2
 _SPNG_IMG_COMPRESSION_LEVEL = 2
 _SPNG_IMG_COMPRESSION_STRATEGY = 5
 _SPNG_FILTER_CHOICE = 10
-_FILTER_NONE, _FILTER_PAETH, _FILTER_ALL = 8, 128, 8 | 16 | 32 | 64 | 128
+_FILTER_NONE, _FILTER_UP, _FILTER_ALL = 8, 32, 8 | 16 | 32 | 64 | 128
 _Z_FILTERED, _Z_RLE = 1, 3
 
 #: PNG compress levels up to this one use the fast photographic encoding (as the whole-image
@@ -486,7 +488,7 @@ def _encode(
             options = ((_SPNG_FILTER_CHOICE, _FILTER_NONE), (_SPNG_IMG_COMPRESSION_LEVEL, 0))
         elif compress_level <= _FAST_LEVELS:
             options = (
-                (_SPNG_FILTER_CHOICE, _FILTER_PAETH),
+                (_SPNG_FILTER_CHOICE, _FILTER_UP),
                 (_SPNG_IMG_COMPRESSION_LEVEL, compress_level),
                 (_SPNG_IMG_COMPRESSION_STRATEGY, _Z_RLE),
             )
