@@ -43,6 +43,7 @@ from blurapp.core.numbers import (
     SUPPORTED_DTYPES,
     beyond_float32,
     check_image,
+    copy_pixels,
     finite_bounds,
     from_float,
     to_float,
@@ -171,7 +172,7 @@ def _quantiser(spec: FilterSpec, channels: int, dtype: np.dtype, squeeze: bool) 
 
     def quantise(y: np.ndarray) -> np.ndarray:
         if y.dtype == np.uint8:  # already quantised (output="rgba8"); y may view the GPU buffer
-            return np.array(y[:, :, 0] if squeeze else y)
+            return np.array(y[:, :, 0]) if squeeze else copy_pixels(y)
         if y.dtype == np.float32:
             return _quantise_f32(y, dtype, squeeze)
         return from_float(y, dtype, range_mode="clamp", squeeze=squeeze)

@@ -25,6 +25,7 @@ from blurapp.core.borders import Border
 from blurapp.core.checks import check_now
 from blurapp.core.errors import ImageError, KernelSpecError, UsageError
 from blurapp.core.lowrank import MAX_TERMS
+from blurapp.core.numbers import copy_pixels, put_pixels
 from blurapp.core.planner import DeviceLimits
 from blurapp.core.timing import PassTiming, Timing
 from blurapp.gpu.calibration import note_user_run, wait_for_quiet
@@ -204,7 +205,7 @@ def _staged(x: np.ndarray, storage: str) -> np.ndarray:
     if x.shape[2] == 4:
         return x
     staged = np.empty((*x.shape[:2], 4), x.dtype)
-    staged[:, :, : x.shape[2]] = x
+    put_pixels(staged, x)
     staged[:, :, x.shape[2] :] = 0
     return staged
 
@@ -767,7 +768,7 @@ class GpuFilter:
                 upload = res.staging.get(fmt)
                 if upload is None:
                     upload = res.staging[fmt] = np.zeros((height, width, 4), dtype=x.dtype)
-                upload[:, :, :channels] = x
+                put_pixels(upload, x)
                 upload[:, :, channels:] = 0
             device.queue.write_texture(
                 {"texture": in_tex, "mip_level": 0, "origin": (0, 0, 0)},
@@ -832,7 +833,7 @@ class GpuFilter:
         raw = np.frombuffer(buffer.read_mapped(copy=False), dtype=dtype)
         rows = raw.reshape(height, row_bytes // raw.itemsize)[:, : width * 4]
         view = rows.reshape(height, width, 4)[:, :, :channels]
-        return view.copy() if convert is None else convert(view)
+        return copy_pixels(view) if convert is None else convert(view)
 
     # -- caches -------------------------------------------------------------------------------
 

@@ -220,3 +220,30 @@ def test_from_float_rejects_bad_arguments():
         from_float(np.zeros((2, 2, 3)), np.uint8, squeeze=True)
     with pytest.raises(UsageError, match="numeric"):
         from_float(np.zeros((2, 2, 1), object), np.uint8, squeeze=False)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+def test_copy_and_put_pixels_move_the_same_values_as_numpy(dtype, channels) -> None:
+    """copy_pixels and put_pixels (a pixel's channels moved as one item) give what numpy's
+    element-wise copy and assignment give, on views of RGBA buffers as a readback has them."""
+    from blurapp.core.numbers import copy_pixels, put_pixels
+
+    rng = np.random.default_rng(channels)
+    rgba = (rng.random((7, 13, 4)) * 200).astype(dtype)
+    padded = np.zeros((7, 16, 4), dtype)
+    padded[:, :13] = rgba
+    for view in (rgba[:, :, :channels], padded[:, :13, :channels], rgba[:, 1:12, :channels]):
+        got = copy_pixels(view)
+        assert got.flags.c_contiguous and got.dtype == view.dtype
+        np.testing.assert_array_equal(got, view)
+        dst = np.full((*view.shape[:2], 4), 9, dtype)
+        put_pixels(dst, view)
+        want = np.full_like(dst, 9)
+        want[:, :, :channels] = view
+        np.testing.assert_array_equal(dst, want)
+    # Not the same type, or a last axis that is not contiguous: numpy's own way.
+    dst = np.zeros((7, 13, 4), np.float64)
+    put_pixels(dst, rgba[:, :, :channels])
+    np.testing.assert_array_equal(dst[:, :, :channels], rgba[:, :, :channels])
+    np.testing.assert_array_equal(copy_pixels(rgba[:, :, ::-1]), rgba[:, :, ::-1])
