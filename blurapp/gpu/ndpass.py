@@ -40,7 +40,10 @@ kernels up to 17 taps unrolled from registers (a pipeline per kernel length; vec
 ones and longer f32 ones rolled (the taps a loop over the uniform buffer, the block's elements
 a window of registers that moves by one element a tap: one pipeline for every length up to
 :data:`ROLL_TAPS`); n-D correlations run the kernel as rows along the last axis (nd_taps.wgsl,
-a pipeline per kernel shape). An array under :data:`SMALL` elements whose pipeline is not
+a pipeline per kernel shape). In f32, a chain's consecutive passes along the last two axes
+(axis -2, then axis -1; lines of a multiple of 4 elements, up to :data:`MAX_FUSED_TAPS` taps
+each) run as one dispatch (nd_plane.wgsl): the same sums, without the intermediate array going
+through memory. An array under :data:`SMALL` elements whose pipeline is not
 compiled yet runs a looped one (nd_line_loop, nd_taps_loop: one pipeline per precision and
 border mode) while that one compiles on a background thread for the next calls. On lavapipe a
 storage-buffer access is a loop over the SIMD lanes (Mesa's ``emit_load_mem``), so what costs
@@ -194,9 +197,10 @@ class _Dispatch:
     uniforms: bytes
     data: bytes  # weights or taps (binding 2)
     invocations: int
-    # What makes a looped dispatch computing the same (small arrays): it runs while this
-    # one's pipeline is compiled in the background (NdPasses.run); made only then.
-    fallback: Callable[[], _Dispatch] | None = None
+    # What makes a looped dispatch (or a list of dispatches: a fused pair's two passes)
+    # computing the same (small arrays): it runs while this one's pipeline is compiled in the
+    # background (NdPasses.run); made only then.
+    fallback: Callable[[], _Dispatch | list[_Dispatch]] | None = None
 
 
 def _groups(total: int) -> tuple[int, int]:
@@ -323,6 +327,93 @@ def _line_dispatch(
         "nd_line", tuple(sorted(template.items())), (("BORDER_MODE", mode),), uniforms, b"",
         invocations, fallback,
     )  # fmt: skip
+
+
+#: The longest pass (taps) a fused pair of passes along the last two axes takes
+#: (nd_plane.wgsl); 0 turns the fusion off. Only f32's unrolled lengths (MAX_UNROLLED_TAPS):
+#: the fused pair's arithmetic is theirs. Two box passes on 1080x1920, the chain's CPU ms
+#: (lavapipe's threads included), fused against unfused interleaved in one process at load
+#: 2.6-4.5: 1 tap 13.2 / 16.2, 3 taps 21.6 / 31.2, 5 taps 14.5-19.1 / 18.6-24.0, 9 taps
+#: 19.1-25.8 / 24.2-29.4, 13 taps 30.8-36.8 / 38.6, 17 taps 30.2 / 29.3 (no gain: left
+#: unfused); 1024^2 9 taps 15.6 / 18.0; 256^3 9 taps (axes 1 and 2 fused) 252 / 334.
+MAX_FUSED_TAPS = 13
+#: Outputs along the last axis an invocation of a fused pair computes (a multiple of 4), and
+#: the lines it walks: 8 / 16 columns and 32 / 64 / 128 lines measured within the noise of
+#: each other (1080x1920, 3-13 taps).
+PLANE_COLS = 8
+PLANE_ROWS = 32
+
+
+def _fusable(shape: tuple[int, ...], first: Line, second: Line) -> bool:
+    """Whether two consecutive f32 passes run as one fused dispatch (nd_plane.wgsl): the first
+    along axis -2 and the second along axis -1 of an array whose lines hold a multiple of 4
+    elements, both unrolled lengths."""
+    ndim = len(shape)
+    return (
+        ndim >= 2
+        and first.axis == ndim - 2
+        and second.axis == ndim - 1
+        and shape[-1] % 4 == 0
+        and max(first.weights.size, second.weights.size) <= min(MAX_FUSED_TAPS,
+                                                                 MAX_UNROLLED_TAPS["f32"])
+    )  # fmt: skip
+
+
+def _sym(weights: np.ndarray) -> int:
+    """nd_line.wgsl's folding: 1 for symmetric weights, -1 for antisymmetric ones, else 0."""
+    taps = weights.size
+    rev = weights[::-1]
+    if np.array_equal(weights, rev) and taps > 1:
+        return 1
+    if np.array_equal(weights, -rev) and taps > 2:
+        return -1
+    return 0
+
+
+def _plane_dispatch(shape: tuple[int, ...], first: Line, second: Line) -> _Dispatch:
+    """Two f32 passes, along axis -2 then axis -1, as one dispatch (nd_plane.wgsl); the same
+    arithmetic as their two line passes. A small array's fallback is those two passes."""
+    n0, n1 = shape[-2], shape[-1]
+    planes = math.prod(shape[:-2])
+    cols = PLANE_COLS
+    while cols > 4 and cols // 2 >= n1:
+        cols //= 2
+    rows = PLANE_ROWS
+    strips = -(-n1 // cols)
+    bands = -(-n0 // rows)
+    invocations = planes * bands * strips
+    gx, _ = _groups(invocations)
+    wa, wb = first.weights, second.weights
+    ta, tb = int(wa.size), int(wb.size)
+    per_tap = np.zeros((ta + tb, 4), dtype=np.float32)
+    with np.errstate(over="ignore"):
+        per_tap[:ta, 0] = wa.astype(np.float32)
+        per_tap[ta:, 0] = wb.astype(np.float32)
+    ca, cb = first.centre, second.centre
+    header = (planes, n0, n1, strips, bands, rows, ca, cb, gx, invocations,
+              _f32(first.constant), _f32(second.constant))  # fmt: skip
+    uniforms = struct.pack("<IIIIIIiiIIff", *header) + per_tap.tobytes()
+    template: dict[str, Any] = {
+        "ta": ta, "tb": tb, "cols": cols, "s0": -cb % 4, "syma": _sym(wa), "symb": _sym(wb),
+        "neara": ca <= n0 - 1 and ta - 1 - ca <= n0 - 1,
+        "nearb": cb <= n1 - 1 and tb - 1 - cb <= n1 - 1, "wg": _WG,
+    }  # fmt: skip
+    modes = (
+        ("BORDER_MODE_A", first.border.mode.value),
+        ("BORDER_MODE_B", second.border.mode.value),
+    )
+    fallback = None
+    if planes * n0 * n1 < _small():
+
+        def fallback() -> list[_Dispatch]:
+            return [
+                _line_of(first, _shape3(shape, len(shape) - 2), "f32", "fma", 0, 0),
+                _line_of(second, _shape3(shape, len(shape) - 1), "f32", "fma", 0, 0),
+            ]
+
+    return _Dispatch(
+        "nd_plane", tuple(sorted(template.items())), modes, uniforms, b"", invocations, fallback
+    )
 
 
 def _line_loop_dispatch(
@@ -606,7 +697,7 @@ class NdPasses:
             encoder = device.create_command_encoder()
             src, dst = bufs.a, bufs.b
             compute = None
-            dispatches = [self._ready(d) for d in dispatches]
+            dispatches = [r for d in dispatches for r in self._ready(d)]
             self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
             for i, d in enumerate(dispatches):
                 # A slot's uniforms and weights are written only when they change (a repeated
@@ -748,12 +839,12 @@ class NdPasses:
     def _pipeline(self, d: _Dispatch) -> Any:
         return self._pipelines.get_or_make(self._key(d), lambda: self._compile(d))
 
-    def _ready(self, d: _Dispatch) -> _Dispatch:
-        """``d``, or (under the lock) its looped fallback while ``d``'s pipeline is not compiled
+    def _ready(self, d: _Dispatch) -> list[_Dispatch]:
+        """``[d]``, or (under the lock) its looped fallback while ``d``'s pipeline is not compiled
         yet: a small array does not wait a second for a new kernel length's compile, which
         then runs on a background thread (one at a time) for the next calls."""
         if d.fallback is None or self._key(d) in self._pipelines:
-            return d
+            return [d]
         if BAKE_IN_BACKGROUND and not self._baking:
             key = self._key(d)
             self._baking.add(key)
@@ -769,7 +860,9 @@ class NdPasses:
                         self._baking.discard(key)
 
             threading.Thread(target=bake, name="ndpass-bake", daemon=True).start()
-        return d.fallback()
+        made = d.fallback()
+        # A fused pair's fallback is its two passes, each with a looped fallback of its own.
+        return [r for f in made for r in self._ready(f)] if isinstance(made, list) else [made]
 
     def wait_baked(self, timeout: float = 60.0) -> None:
         """Wait until no pipeline is being compiled in the background (tests)."""
@@ -1088,10 +1181,18 @@ def _chain_gpu(
         data = _split(x, x_exp) if df else x
         dispatches = []
         exp_in = x_exp
-        for ln, w_exp in zip(lines, w_exps, strict=True):
+        i = 0
+        while i < len(lines):
+            ln = lines[i]
+            fuse = not df and i + 1 < len(lines) and (x.size >= _small() or _bake())
+            if fuse and _fusable(x.shape, ln, lines[i + 1]):
+                dispatches.append(_plane_dispatch(x.shape, ln, lines[i + 1]))
+                i += 2
+                continue
             dispatches.append(_line_of(ln, _shape3(x.shape, ln.axis), precision, two_prod,
-                                       exp_in, w_exp))  # fmt: skip
-            exp_in += w_exp
+                                       exp_in, w_exps[i]))  # fmt: skip
+            exp_in += w_exps[i]
+            i += 1
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
         if into is not None:

@@ -569,3 +569,82 @@ def test_small_arrays_run_looped_while_the_unrolled_pipeline_compiles(gpu) -> No
     want_nd = ndreference.correlate_nd(x, w, Border(BorderMode.MIRROR))
     np.testing.assert_allclose(got, want_nd, rtol=0, atol=1e-5)
     np.testing.assert_allclose(again, want_nd, rtol=0, atol=1e-5)
+
+
+# Shapes whose last axis holds a multiple of 4 (the fused pair's condition): one-line planes,
+# axes shorter than the kernels, several planes, a strip narrower than an invocation's.
+FUSED_SHAPES = [(1, 4), (5, 8), (3, 16), (37, 12), (70, 36), (2, 9, 20), (2, 1, 3, 8)]
+
+
+@pytest.mark.parametrize("mode_a", sorted(MODES))
+def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a: str) -> None:
+    """Two f32 passes along axes -2 and -1 run as one dispatch (nd_plane.wgsl) with the same
+    arithmetic as the two line passes: every border pair, origin, folded or plain weights,
+    NaN and Inf, against the unfused passes and the float64 reference."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled and fused shaders
+    rng = np.random.default_rng(len(mode_a))
+    border_a = MODES[mode_a][0]
+    cases = 0
+    for k, (shape, mode_b) in enumerate(itertools.product(FUSED_SHAPES, sorted(MODES))):
+        ta, tb = [(3, 3), (5, 1), (1, 9), (9, 5), (4, 6), (13, 2), (2, 13)][k % 7]
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wa = [wa, wa + wa[::-1], wa - wa[::-1]][k % 3]
+        wb = [wb, wb - wb[::-1], wb + wb[::-1]][k % 3]
+        oa = _origins(ta)[k % len(_origins(ta))]
+        ob = _origins(tb)[(k // 2) % len(_origins(tb))]
+        x = rng.normal(size=shape).astype(np.float32)
+        if k % 4 == 1:
+            x.flat[rng.integers(x.size)] = np.nan
+        if k % 5 == 2:
+            x.flat[rng.integers(x.size)] = -np.inf
+        nd = len(shape)
+        lines = [Line(nd - 2, wa, border_a, oa, cval=CVAL),
+                 Line(nd - 1, wb, MODES[mode_b][0], ob, cval=-2.5)]  # fmt: skip
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", 0)
+        unfused = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        monkeypatch.undo()
+        monkeypatch.setattr(ndpass, "SMALL", 0)
+        want = ndreference.correlate1d_chain(x, lines)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(unfused))
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(got[~finite], want[~finite])
+        scale = float(np.abs(wa).sum() * np.abs(wb).sum()) * max(
+            float(np.abs(x[np.isfinite(x)]).max(initial=0.0)), CVAL, 2.5
+        )
+        if finite.any():
+            # The same sums as the two passes (to the last bits: a compiler may contract them).
+            assert _rel_err(got[finite], unfused[finite].astype(np.float64), scale) < 2.0**-22
+            assert _rel_err(got[finite], want[finite], scale) < 4 * (ta + tb) * 2.0**-24
+        cases += 1
+    assert ("nd_plane" in {key[0] for key in engine._pipelines}) and cases == 35
+
+
+def test_fused_pair_in_a_longer_chain_and_small_arrays(gpu) -> None:
+    """A 3-D chain fuses its last two passes (axes 1, 2) after the first; a small array runs
+    the two line passes while the fused pipeline compiles, then the fused one, equal."""
+    passes = NdPasses(gpu)
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(6, 40, 64)).astype(np.float32)
+    g = np.exp(-0.5 * (np.arange(-4, 5) / 1.5) ** 2)
+    g /= g.sum()
+    lines = [
+        Line(0, g, Border(BorderMode.REFLECT)),
+        Line(1, g, Border(BorderMode.MIRROR), 1),
+        Line(2, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.CONSTANT), cval=-3.0),
+    ]
+    want = ndreference.correlate1d_chain(x, lines)
+    scale = 2.0 * float(np.abs(x).max())
+    first = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    assert "nd_plane" not in {key[0] for key in passes._pipelines}  # small: the lines served
+    for _ in range(3):  # one pipeline compiles in the background at a time
+        passes.wait_baked()
+        if "nd_plane" in {key[0] for key in passes._pipelines}:
+            break
+        correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    assert "nd_plane" in {key[0] for key in passes._pipelines}
+    second = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    for got in (first, second):
+        assert _rel_err(got, want, scale) < 3e-6
+    assert _rel_err(second, first.astype(np.float64), scale) < 2.0**-22

@@ -1,0 +1,151 @@
+// Two 1-D correlation passes in one dispatch, f32: along axis -2 (the rows of each plane, `ta`
+// taps), then along axis -1 (the lines, `tb` taps), of an array viewed as (planes, n0, n1) with
+// n1 a multiple of 4 (blurapp.gpu.ndpass fuses a chain's consecutive passes along the last two
+// axes into this). The same arithmetic as two nd_line.wgsl passes (the same sums, in the same
+// order, folded the same way), without the intermediate going through memory: on lavapipe a
+// storage-buffer access is a loop over the SIMD lanes (Mesa's emit_load_mem), and two passes
+// made four accesses an element where this makes about two.
+//
+// An invocation computes COLS neighbouring outputs of a line (one vec4 store per 4) for a band
+// of `rows` lines of a plane, walking down them: a window of `ta` input lines x W = COLS + tb - 1
+// columns in registers moves by one line per output line, so each input element is loaded
+// about (rows + ta - 1) / rows * W / COLS times. For each output line the first pass's sums
+// come out for the W columns the second pass reads (a column outside the line is the second
+// pass's border: its mapped column's sum, or for a constant border the second pass's constant,
+// as the intermediate array would hold), then the second pass's COLS sums. Neighbouring
+// invocations take neighbouring strips of one band, so a SIMD row's loads share cache lines.
+//
+// Template parameters: `ta`, `tb` (taps), `cols` (a multiple of 4), `s0` (-centre_b mod 4: the
+// window's place in vec4 chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric
+// weights, as nd_line.wgsl's f32_sum), `neara`, `nearb` (windows within one reflection: the
+// mapping without division), `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
+
+{% set W = cols + tb - 1 %}
+{% set chunks = (s0 + W + 3) // 4 %}
+// The f32 sum of `taps` terms: weight params.w[base + k].x times operand(k), folded as
+// nd_line.wgsl's f32_sum when `sym` is 1 or -1.
+{% macro op(pre, i, post) %}{$ pre $}{$ i $}{$ post $}{% endmacro %}
+{% macro fsum(taps, sym, base, pre, off, post) %}{% if sym %}{% for k in range(taps // 2) %}params.w[{$ base + k $}].x * ({$ op(pre, off + k, post) $} {$ "+" if sym > 0 else "-" $} {$ op(pre, off + taps - 1 - k, post) $}){% if not loop.last or taps % 2 %} + {% endif %}{% endfor %}{% if taps % 2 %}params.w[{$ base + taps // 2 $}].x * {$ op(pre, off + taps // 2, post) $}{% endif %}{% else %}{% for k in range(taps) %}params.w[{$ base + k $}].x * {$ op(pre, off + k, post) $}{% if not loop.last %} + {% endif %}{% endfor %}{% endif %}{% endmacro %}
+
+struct PlaneParams {
+    planes: u32,
+    n0: u32,          // lines of a plane (axis -2)
+    n1: u32,          // elements of a line (axis -1), a multiple of 4
+    strips: u32,      // ceil(n1 / COLS)
+    bands: u32,       // ceil(n0 / rows)
+    rows: u32,        // output lines an invocation walks
+    centre_a: i32,
+    centre_b: i32,
+    groups_x: u32,
+    total: u32,       // planes * bands * strips
+    constant_a: f32,  // the first pass's constant (mode 1)
+    constant_b: f32,  // the second pass's
+    // Per tap (f32 in .x): the first pass's `ta` weights, then the second's `tb`.
+    w: array<vec4<f32>, {$ ta + tb $}>,
+}
+
+@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(3) var<uniform> params: PlaneParams;
+
+override BORDER_MODE_A: i32 = 0;
+override BORDER_MODE_B: i32 = 0;
+
+{% include "nd_border.wgsl" %}
+
+{% set map_a = "nd_border_index_near" if neara else "nd_border_index" %}
+{% set map_b = "nd_border_index_near" if nearb else "nd_border_index" %}
+
+// Element `col` (already mapped; -1: outside) of the line starting at element `base`.
+fn load_el(base: u32, col: i32) -> f32 {
+    if (col < 0) {
+        return 0.0;  // a constant border's column: its first-pass sum is replaced
+    }
+    let e = base + u32(col);
+    return src[e / 4u][e % 4u];
+}
+
+{% macro load_line(slot) %}
+    {
+        let ri = {$ map_a $}(top + t, n0, BORDER_MODE_A);
+        if (BORDER_MODE_A == 1 && ri < 0) {
+{% for w in range(W) %}
+            m{$ slot $}_{$ w $} = params.constant_a;
+{% endfor %}
+        } else {
+            let base = pbase + u32(ri) * params.n1;
+            if (interior) {
+                let c = (base + u32(start - {$ s0 $})) / 4u;
+{% for q in range(chunks) %}
+                let c{$ q $} = src[c + {$ q $}u];
+{% endfor %}
+{% for w in range(W) %}
+                m{$ slot $}_{$ w $} = c{$ (s0 + w) // 4 $}[{$ (s0 + w) % 4 $}];
+{% endfor %}
+            } else {
+{% for w in range(W) %}
+                m{$ slot $}_{$ w $} = load_el(base, {$ map_b $}(start + {$ w $}, n1, BORDER_MODE_B));
+{% endfor %}
+            }
+        }
+    }
+{% endmacro %}
+
+@compute @workgroup_size({$ wg $})
+fn main(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = (wid.y * params.groups_x + wid.x) * {$ wg $}u + lid;
+    if (g >= params.total) {
+        return;
+    }
+    let strip = g % params.strips;
+    let rest = g / params.strips;
+    let band = rest % params.bands;
+    let plane = rest / params.bands;
+    let n0 = i32(params.n0);
+    let n1 = i32(params.n1);
+    let pbase = plane * params.n0 * params.n1;
+    let j0 = i32(strip) * {$ cols $};
+    let start = j0 - params.centre_b;
+    let interior = start >= 0 && start + {$ W $} <= n1;
+    let r0 = i32(band * params.rows);
+    let r_end = min(r0 + i32(params.rows), n0);
+    let top = r0 - params.centre_a;  // the input line of window slot 0 for output line r0
+{% for s in range(ta) %}
+{% for w in range(W) %}
+    var m{$ s $}_{$ w $}: f32;
+{% endfor %}
+{% endfor %}
+    // The window's first ta - 1 lines.
+    var t = 0;
+{% for s in range(ta - 1) %}
+    t = {$ s $};
+{$ load_line(s) $}
+{% endfor %}
+    for (var o = r0; o < r_end; o++) {
+        t = o - r0 + {$ ta - 1 $};
+{$ load_line(ta - 1) $}
+        // The first pass's sums over the W columns (the intermediate line), then the second's.
+{% for w in range(W) %}
+        let v{$ w $} = select({$ fsum(ta, syma, 0, "m", 0, "_" ~ w) $}, params.constant_b,
+            BORDER_MODE_B == 1 && (start + {$ w $} < 0 || start + {$ w $} >= n1));
+{% endfor %}
+        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / 4u;
+{% for q in range(cols // 4) %}
+        if (j0 + {$ 4 * q $} < n1) {
+            dst[obase + {$ q $}u] = vec4<f32>(
+{% for r in range(4) %}
+                {$ fsum(tb, symb, ta, "v", 4 * q + r, "") $},
+{% endfor %}
+            );
+        }
+{% endfor %}
+{% for s in range(ta - 1) %}
+{% for w in range(W) %}
+        m{$ s $}_{$ w $} = m{$ s + 1 $}_{$ w $};
+{% endfor %}
+{% endfor %}
+    }
+}
