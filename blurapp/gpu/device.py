@@ -43,6 +43,10 @@ _WANTED_LIMITS = (
     "max-buffer-size",
 )
 _WANTED_FEATURES = ("timestamp-query", "shader-f16")
+# Storage buffers that map (wgpu's native feature), asked for only where the adapter's memory is
+# the host's (software and integrated adapters): blurapp.gpu.ndpass then uploads into and reads
+# back from its storage buffers without staging copies. On a discrete GPU it would be slow.
+_UNIFIED_MEMORY_FEATURE = "mappable-primary-buffers"
 
 
 @dataclass
@@ -163,6 +167,8 @@ def _create_context() -> GpuContext:
     info = adapter_info(adapter)
     limits = {k: adapter.limits[k] for k in _WANTED_LIMITS if k in adapter.limits}
     features = [f for f in _WANTED_FEATURES if f in adapter.features]
+    if info["type"] in ("cpu", "integrated") and _UNIFIED_MEMORY_FEATURE in adapter.features:
+        features.append(_UNIFIED_MEMORY_FEATURE)
     try:
         device = adapter.request_device_sync(
             label="blurapp", required_features=features, required_limits=limits

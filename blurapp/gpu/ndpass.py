@@ -52,7 +52,9 @@ is buffer accesses per output (docs/PERFORMANCE.md).
 Pipelines (per shader, template and border mode), buffers (per array size, least recently used
 dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, and a slot's uniforms are written
 only when they change, so a small array's per-call cost is one upload, one submission (one
-compute pass) and one readback.
+compute pass) and one readback. Where the device maps storage buffers (wgpu's
+"mappable-primary-buffers", asked for on software and integrated adapters), the upload and the
+read-back go through the ping-pong buffers' own mappings (:data:`MAPPED_IO`).
 """
 
 from __future__ import annotations
@@ -606,13 +608,23 @@ def _taps_loop_dispatch(
 
 @dataclass
 class _ArrayBuffers:
-    """The ping-pong storage buffers and the readback buffer of one array size (bytes)."""
+    """The ping-pong storage buffers and the readback buffer of one array size (bytes); with
+    ``mapped`` (:data:`MAPPED_IO`) no readback buffer: ``a`` is written and the last pass's
+    output read through their own mappings."""
 
     nbytes: int
     a: Any
     b: Any
     readback: Any
     bind_groups: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    mapped: bool = False
+
+
+#: Upload into and read back from the ping-pong storage buffers themselves, mapped, where the
+#: device has wgpu's native feature "mappable-primary-buffers" (blurapp.gpu.device requests it
+#: on software and integrated adapters, whose memory is the host's): one copy each way instead
+#: of a staging copy and a buffer-to-buffer copy on the GPU each way.
+MAPPED_IO = True
 
 
 class NdPasses:
@@ -632,7 +644,7 @@ class NdPasses:
         self._pipelines: LruCache[tuple[Any, ...], Any] = LruCache(
             KEPT_PIPELINES, self._count("pipelines_evicted")
         )
-        self._arrays: LruCache[int, _ArrayBuffers] = LruCache(
+        self._arrays: LruCache[tuple[int, bool], _ArrayBuffers] = LruCache(
             KEPT_ARRAYS, self._count("arrays_evicted")
         )
         self._layout: tuple[Any, Any] | None = None
@@ -693,7 +705,18 @@ class NdPasses:
         with self._lock:
             device = self.context.device
             bufs = self._array_buffers(nbytes)
-            device.queue.write_buffer(bufs.a, 0, data)
+            if bufs.mapped:
+                # The buffer is idle: a poll on this thread maps it at once (waiting for wgpu's
+                # poll thread to do it took ~1 ms, most of a small array's call).
+                mapping = bufs.a.map_async("WRITE")
+                poll = getattr(device, "_poll", None)
+                if poll is not None:
+                    poll(False)
+                mapping.sync_wait()
+                bufs.a.write_mapped(data.reshape(-1))
+                bufs.a.unmap()
+            else:
+                device.queue.write_buffer(bufs.a, 0, data)
             encoder = device.create_command_encoder()
             src, dst = bufs.a, bufs.b
             compute = None
@@ -720,26 +743,40 @@ class NdPasses:
                 src, dst = dst, src
             if compute is not None:
                 compute.end()
-            encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
+            readback = src if bufs.mapped else bufs.readback
+            if not bufs.mapped:
+                encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
             device.queue.submit([encoder.finish()])
-            # The copy above was submitted: no empty submission to "sync" the map first (what
+            # The work above was submitted: no empty submission to "sync" the map first (what
             # map_sync(READ) adds each time; wgpu's own read_buffer maps the same way).
-            bufs.readback.map_async("READ_NOSYNC").sync_wait()
+            readback.map_async("READ_NOSYNC").sync_wait()
             try:
-                raw = bufs.readback.read_mapped(0, data.nbytes, copy=False)
+                raw = readback.read_mapped(0, data.nbytes, copy=False)
                 view = np.frombuffer(raw, dtype=np.float32).reshape(data.shape)
                 out = view.copy() if convert is None else convert(view)
             finally:
-                bufs.readback.unmap()
+                readback.unmap()
         return out
 
     def _array_buffers(self, nbytes: int) -> _ArrayBuffers:
         import wgpu
 
+        device = self.context.device
+        mapped = MAPPED_IO and "mappable-primary-buffers" in device.features
+        count = 2 if mapped else 3
+
         def make() -> _ArrayBuffers:
             usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.COPY_SRC
-            device = self.context.device
-            self.stats["buffers"] += 3
+            self.stats["buffers"] += count
+            if mapped:
+                usage |= wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.MAP_WRITE
+                return _ArrayBuffers(
+                    nbytes,
+                    device.create_buffer(size=nbytes, usage=usage),
+                    device.create_buffer(size=nbytes, usage=usage),
+                    None,
+                    mapped=True,
+                )
             return _ArrayBuffers(
                 nbytes,
                 device.create_buffer(size=nbytes, usage=usage),
@@ -749,14 +786,15 @@ class NdPasses:
                 ),
             )
 
-        if nbytes not in self._arrays:
-            held = sum(3 * b.nbytes for b in self._arrays.values())
-            if held + 3 * nbytes > KEPT_BYTES and len(self._arrays):
+        key = (nbytes, mapped)
+        if key not in self._arrays:
+            held = sum((2 if b.mapped else 3) * b.nbytes for b in self._arrays.values())
+            if held + count * nbytes > KEPT_BYTES and len(self._arrays):
                 # Large arrays: the other sizes' buffers go first (GPU memory, not a count,
                 # bounds them: a 256^3 df64 array holds 384 MiB).
                 self.stats["arrays_evicted"] += len(self._arrays)
                 self._arrays.clear()
-        return self._arrays.get_or_make(nbytes, make)
+        return self._arrays.get_or_make(key, make)
 
     def _ensure_slots(self, passes: int, data_bytes: int) -> None:
         """A uniform and a weights buffer for each of ``passes`` passes, the latter of at least
