@@ -582,6 +582,7 @@ def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a:
     arithmetic as the two line passes: every border pair, origin, folded or plain weights,
     NaN and Inf, against the unfused passes and the float64 reference."""
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled and fused shaders
+    fused_taps = ndpass.MAX_FUSED_TAPS
     rng = np.random.default_rng(len(mode_a))
     border_a = MODES[mode_a][0]
     cases = 0
@@ -600,11 +601,11 @@ def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a:
         nd = len(shape)
         lines = [Line(nd - 2, wa, border_a, oa, cval=CVAL),
                  Line(nd - 1, wb, MODES[mode_b][0], ob, cval=-2.5)]  # fmt: skip
+        monkeypatch.setattr(ndpass, "PLANE_COLS", (16, 8)[k % 2])  # both widths of a strip
         got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
         monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", 0)
         unfused = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
-        monkeypatch.undo()
-        monkeypatch.setattr(ndpass, "SMALL", 0)
+        monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", fused_taps)
         want = ndreference.correlate1d_chain(x, lines)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_array_equal(np.isnan(got), np.isnan(unfused))
