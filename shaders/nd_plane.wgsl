@@ -15,7 +15,12 @@
 // as the intermediate array would hold), then the second pass's COLS sums. Neighbouring
 // invocations take neighbouring strips of one band, so a SIMD row's loads share cache lines.
 //
-// Template parameters: `ta`, `tb` (taps), `cols` (a multiple of 4), `s0` (-centre_b mod 4: the
+// `rev`: the pass along axis -1 first, then axis -2 (scipy's sobel and prewitt along the last
+// axis): each input line's COLS first-pass sums enter the window (`ta` lines x COLS), the
+// second pass sums the window's columns; a line outside the plane under a constant border is
+// the second pass's constant, a column outside the line the array's (the first pass's) one.
+//
+// Template parameters: `rev`, `ta`, `tb` (taps along axis -2 and axis -1), `cols` (a multiple of 4), `s0` (-centre_b mod 4: the
 // window's place in vec4 chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric
 // weights, as nd_line.wgsl's f32_sum), `neara`, `nearb` (windows within one reflection: the
 // mapping without division), `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
@@ -38,9 +43,9 @@ struct PlaneParams {
     centre_b: i32,
     groups_x: u32,
     total: u32,       // planes * bands * strips
-    constant_a: f32,  // the first pass's constant (mode 1)
-    constant_b: f32,  // the second pass's
-    // Per tap (f32 in .x): the first pass's `ta` weights, then the second's `tb`.
+    constant_a: f32,  // the constant (mode 1) of the pass along axis -2
+    constant_b: f32,  // of the pass along axis -1
+    // Per tap (f32 in .x): the `ta` weights along axis -2, then the `tb` along axis -1.
     w: array<vec4<f32>, {$ ta + tb $}>,
 }
 
@@ -59,18 +64,21 @@ override BORDER_MODE_B: i32 = 0;
 // Element `col` (already mapped; -1: outside) of the line starting at element `base`.
 fn load_el(base: u32, col: i32) -> f32 {
     if (col < 0) {
-        return 0.0;  // a constant border's column: its first-pass sum is replaced
+        // A constant border's column: the array's value there under `rev` (axis -1's pass
+        // first); else its first-pass sum is replaced by the second pass's constant.
+        return params.constant_b;
     }
     let e = base + u32(col);
     return src[e / 4u][e % 4u];
 }
 
-{% macro load_line(slot) %}
+{% macro load_line(slot, pre) %}
     {
         let ri = {$ map_a $}(top + t, n0, BORDER_MODE_A);
-        if (BORDER_MODE_A == 1 && ri < 0) {
+        rowconst = BORDER_MODE_A == 1 && ri < 0;
+        if (rowconst) {
 {% for w in range(W) %}
-            m{$ slot $}_{$ w $} = params.constant_a;
+            {$ pre $}{$ w $} = params.constant_a;
 {% endfor %}
         } else {
             let base = pbase + u32(ri) * params.n1;
@@ -80,11 +88,11 @@ fn load_el(base: u32, col: i32) -> f32 {
                 let c{$ q $} = src[c + {$ q $}u];
 {% endfor %}
 {% for w in range(W) %}
-                m{$ slot $}_{$ w $} = c{$ (s0 + w) // 4 $}[{$ (s0 + w) % 4 $}];
+                {$ pre $}{$ w $} = c{$ (s0 + w) // 4 $}[{$ (s0 + w) % 4 $}];
 {% endfor %}
             } else {
 {% for w in range(W) %}
-                m{$ slot $}_{$ w $} = load_el(base, {$ map_b $}(start + {$ w $}, n1, BORDER_MODE_B));
+                {$ pre $}{$ w $} = load_el(base, {$ map_b $}(start + {$ w $}, n1, BORDER_MODE_B));
 {% endfor %}
             }
         }
@@ -113,6 +121,50 @@ fn main(
     let r0 = i32(band * params.rows);
     let r_end = min(r0 + i32(params.rows), n0);
     let top = r0 - params.centre_a;  // the input line of window slot 0 for output line r0
+    var rowconst = false;
+{% if rev %}
+    // `rev`: axis -1's pass first. A window of `ta` lines of its COLS sums (an input line
+    // outside the plane under a constant border is the second pass's constant).
+{% for w in range(W) %}
+    var x{$ w $}: f32;
+{% endfor %}
+{% for s in range(ta) %}
+{% for c in range(cols) %}
+    var h{$ s $}_{$ c $}: f32;
+{% endfor %}
+{% endfor %}
+{% macro first_sums(slot) %}
+{$ load_line(slot, "x") $}
+{% for c in range(cols) %}
+        h{$ slot $}_{$ c $} = select({$ fsum(tb, symb, ta, "x", c, "") $}, params.constant_a,
+            rowconst);
+{% endfor %}
+{% endmacro %}
+    var t = 0;
+{% for s in range(ta - 1) %}
+    t = {$ s $};
+{$ first_sums(s) $}
+{% endfor %}
+    for (var o = r0; o < r_end; o++) {
+        t = o - r0 + {$ ta - 1 $};
+{$ first_sums(ta - 1) $}
+        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / 4u;
+{% for q in range(cols // 4) %}
+        if (j0 + {$ 4 * q $} < n1) {
+            dst[obase + {$ q $}u] = vec4<f32>(
+{% for r in range(4) %}
+                {$ fsum(ta, syma, 0, "h", 0, "_" ~ (4 * q + r)) $},
+{% endfor %}
+            );
+        }
+{% endfor %}
+{% for s in range(ta - 1) %}
+{% for c in range(cols) %}
+        h{$ s $}_{$ c $} = h{$ s + 1 $}_{$ c $};
+{% endfor %}
+{% endfor %}
+    }
+{% else %}
 {% for s in range(ta) %}
 {% for w in range(W) %}
     var m{$ s $}_{$ w $}: f32;
@@ -122,11 +174,11 @@ fn main(
     var t = 0;
 {% for s in range(ta - 1) %}
     t = {$ s $};
-{$ load_line(s) $}
+{$ load_line(s, "m" ~ s ~ "_") $}
 {% endfor %}
     for (var o = r0; o < r_end; o++) {
         t = o - r0 + {$ ta - 1 $};
-{$ load_line(ta - 1) $}
+{$ load_line(ta - 1, "m" ~ (ta - 1) ~ "_") $}
         // The first pass's sums over the W columns (the intermediate line), then the second's.
 {% for w in range(W) %}
         let v{$ w $} = select({$ fsum(ta, syma, 0, "m", 0, "_" ~ w) $}, params.constant_b,
@@ -148,4 +200,5 @@ fn main(
 {% endfor %}
 {% endfor %}
     }
+{% endif %}
 }

@@ -102,7 +102,8 @@ PRECISIONS: tuple[str, ...] = ("f32", "df64")
 #: Axes correlate_nd handles in one shader (its uniforms hold 8 per-axis values).
 MAX_ND = 8
 #: Array sizes whose buffers stay allocated (least recently used dropped), and the bytes they
-#: may hold together (three buffers a size: two ping-pong, one readback).
+#: may hold together (three buffers a size: two ping-pong, one readback; two where the
+#: ping-pong buffers map themselves, MAPPED_IO).
 KEPT_ARRAYS = 4
 KEPT_BYTES = 768 << 20
 KEPT_PIPELINES = 64  # as GpuFilter: ~3.5 MiB of JIT code each on lavapipe
@@ -349,14 +350,13 @@ PLANE_ROWS = 32
 
 
 def _fusable(shape: tuple[int, ...], first: Line, second: Line) -> bool:
-    """Whether two consecutive f32 passes run as one fused dispatch (nd_plane.wgsl): the first
-    along axis -2 and the second along axis -1 of an array whose lines hold a multiple of 4
-    elements, both unrolled lengths."""
+    """Whether two consecutive f32 passes run as one fused dispatch (nd_plane.wgsl): along the
+    last two axes, either one first, of an array whose lines hold a multiple of 4 elements,
+    both unrolled lengths."""
     ndim = len(shape)
     return (
         ndim >= 2
-        and first.axis == ndim - 2
-        and second.axis == ndim - 1
+        and {first.axis, second.axis} == {ndim - 2, ndim - 1}
         and shape[-1] % 4 == 0
         and max(first.weights.size, second.weights.size) <= min(MAX_FUSED_TAPS,
                                                                  MAX_UNROLLED_TAPS["f32"])
@@ -375,9 +375,12 @@ def _sym(weights: np.ndarray) -> int:
 
 
 def _plane_dispatch(shape: tuple[int, ...], first: Line, second: Line) -> _Dispatch:
-    """Two f32 passes, along axis -2 then axis -1, as one dispatch (nd_plane.wgsl); the same
-    arithmetic as their two line passes. A small array's fallback is those two passes."""
+    """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
+    -2) as one dispatch (nd_plane.wgsl); the same arithmetic as their two line passes. A small
+    array's fallback is those two passes."""
     n0, n1 = shape[-2], shape[-1]
+    rev = first.axis == len(shape) - 1
+    line_a, line_b = (second, first) if rev else (first, second)  # along axis -2, axis -1
     planes = math.prod(shape[:-2])
     cols = PLANE_COLS
     while cols > 4 and cols // 2 >= n1:
@@ -387,32 +390,32 @@ def _plane_dispatch(shape: tuple[int, ...], first: Line, second: Line) -> _Dispa
     bands = -(-n0 // rows)
     invocations = planes * bands * strips
     gx, _ = _groups(invocations)
-    wa, wb = first.weights, second.weights
+    wa, wb = line_a.weights, line_b.weights
     ta, tb = int(wa.size), int(wb.size)
     per_tap = np.zeros((ta + tb, 4), dtype=np.float32)
     with np.errstate(over="ignore"):
         per_tap[:ta, 0] = wa.astype(np.float32)
         per_tap[ta:, 0] = wb.astype(np.float32)
-    ca, cb = first.centre, second.centre
+    ca, cb = line_a.centre, line_b.centre
     header = (planes, n0, n1, strips, bands, rows, ca, cb, gx, invocations,
-              _f32(first.constant), _f32(second.constant))  # fmt: skip
+              _f32(line_a.constant), _f32(line_b.constant))  # fmt: skip
     uniforms = struct.pack("<IIIIIIiiIIff", *header) + per_tap.tobytes()
     template: dict[str, Any] = {
         "ta": ta, "tb": tb, "cols": cols, "s0": -cb % 4, "syma": _sym(wa), "symb": _sym(wb),
         "neara": ca <= n0 - 1 and ta - 1 - ca <= n0 - 1,
-        "nearb": cb <= n1 - 1 and tb - 1 - cb <= n1 - 1, "wg": _WG,
+        "nearb": cb <= n1 - 1 and tb - 1 - cb <= n1 - 1, "wg": _WG, "rev": rev,
     }  # fmt: skip
     modes = (
-        ("BORDER_MODE_A", first.border.mode.value),
-        ("BORDER_MODE_B", second.border.mode.value),
+        ("BORDER_MODE_A", line_a.border.mode.value),
+        ("BORDER_MODE_B", line_b.border.mode.value),
     )
     fallback = None
     if planes * n0 * n1 < _small():
 
         def fallback() -> list[_Dispatch]:
             return [
-                _line_of(first, _shape3(shape, len(shape) - 2), "f32", "fma", 0, 0),
-                _line_of(second, _shape3(shape, len(shape) - 1), "f32", "fma", 0, 0),
+                _line_of(first, _shape3(shape, first.axis), "f32", "fma", 0, 0),
+                _line_of(second, _shape3(shape, second.axis), "f32", "fma", 0, 0),
             ]
 
     return _Dispatch(
@@ -715,8 +718,10 @@ class NdPasses:
                 if poll is not None:
                     poll(False)
                 mapping.sync_wait()
-                bufs.a.write_mapped(data.reshape(-1))
-                bufs.a.unmap()
+                try:
+                    bufs.a.write_mapped(data.reshape(-1))
+                finally:
+                    bufs.a.unmap()
             else:
                 device.queue.write_buffer(bufs.a, 0, data)
             encoder = device.create_command_encoder()
