@@ -71,6 +71,33 @@ def limit_blas_threads(environ: Mapping[str, str] | None = None) -> int | None:
     return threads
 
 
+#: How often CPython makes a thread that holds the GIL hand it over to one that waits for it,
+#: in seconds, in the window's process (``BLURAPP_SWITCH_INTERVAL``; Python's default 0.005).
+SWITCH_INTERVAL_ENV = "BLURAPP_SWITCH_INTERVAL"
+SWITCH_INTERVAL_S = 0.001
+
+
+def shorten_gil_switch(environ: Mapping[str, str] | None = None) -> float:
+    """The GIL handed over every :data:`SWITCH_INTERVAL_S` instead of Python's 5 ms.
+
+    The UI thread takes the GIL back each time Qt calls into Python (a slot, an event
+    handler, a paint) and after each call that let it go; while the window's workers run
+    Python (numpy calls, wgpu submissions, the scheduler's bookkeeping) each of those waits
+    up to the switch interval. A frame of the UI is dozens of them: with 5 ms, the UI thread
+    of a 12 MP session sat in ``take_gil`` for 40-100 ms at a time (perf sched_switch stacks),
+    neither running nor waiting for a core. The workers pay a few more switches a second.
+    """
+    text = (environ if environ is not None else os.environ).get(SWITCH_INTERVAL_ENV, "")
+    try:
+        seconds = float(text) if text.strip() else SWITCH_INTERVAL_S
+    except ValueError:
+        seconds = SWITCH_INTERVAL_S
+    if not 1e-6 <= seconds <= 1.0:
+        seconds = SWITCH_INTERVAL_S
+    sys.setswitchinterval(seconds)
+    return seconds
+
+
 def make_app(argv: list[str] | None = None) -> QApplication:
     """The process's QApplication (created once), named so QSettings finds its file.
 
@@ -84,6 +111,7 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     if app is None:
         prepare_process()  # XDG_RUNTIME_DIR before Qt and the Vulkan driver look for one
         limit_blas_threads()
+        shorten_gil_switch()
         app = QApplication(argv if argv is not None else sys.argv[:1])
     apply_theme(app)  # the system's light or dark scheme, or BLURAPP_THEME
     app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it
