@@ -117,7 +117,13 @@ class BackgroundSettings(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(delay_ms)
         self._timer.timeout.connect(self._hand_over)
+        # The thread is made now, with the window: a thread started later on the UI thread
+        # waits in pthread_create for the dynamic loader's lock while a worker loads a
+        # library (the Vulkan driver as the adapter is probed: 676 ms once, perf sched).
         self._writer: _Writer | None = None
+        if self._name:
+            self._writer = _Thread.writer_object()
+            self._writer.written.connect(self._written)
 
     # ----------------------------------------------------------------------------- reading
     def value(self, key: str, defaultValue: object = None, type: object = None) -> object:  # noqa: N803 (QSettings' names)
@@ -171,12 +177,9 @@ class BackgroundSettings(QObject):
     def _hand_over(self) -> None:
         if not self._pending:
             return
-        if not self._name:  # not a file (no writer can open it): Qt writes it here
+        if self._writer is None:  # not a file (no writer can open it): Qt writes it here
             self.sync()
             return
-        if self._writer is None:
-            self._writer = _Thread.writer_object()
-            self._writer.written.connect(self._written)
         token = next(_TOKENS)
         items, self._pending = self._pending, {}
         self._in_flight[token] = items

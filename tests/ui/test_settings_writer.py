@@ -21,6 +21,9 @@ def test_a_change_reads_back_at_once_and_reaches_the_file_from_the_writer_thread
 ) -> None:
     path = tmp_path / "s.ini"
     store = BackgroundSettings(QSettings(str(path), QSettings.Format.IniFormat), delay_ms=20)
+    # made with the settings, not at the first write: a thread started later on the UI thread
+    # can wait for the dynamic loader while a worker loads the Vulkan driver
+    assert _Thread.thread is not None and _Thread.thread.isRunning()
     writers: list[int] = []
     store.setValue("kernel/last", "gaussian:sigma=7")
     store.setValue("files/recent", ["/a.png", "/b.png"])
