@@ -308,14 +308,11 @@ def _line_dispatch(
         template.update(roll=True, roll_taps=ROLL_TAPS, taps=0)
     if df:
         template["two_prod"] = two_prod
-    if centre <= n - 1 and taps - 1 - centre <= n - 1:  # one reflection at most
+    if _line_near(centre, taps, n):  # one reflection at most
         template["near"] = True
-    if not df and not roll:  # pairs of equal weights share one multiply (nd_line.wgsl's f32_sum)
-        rev = weights[::-1]
-        if np.array_equal(weights, rev) and taps > 1:
-            template["sym"] = 1
-        elif np.array_equal(weights, -rev) and taps > 2:
-            template["sym"] = -1
+    sym = 0 if df or roll else _sym(weights)  # pairs of equal weights share one multiply
+    if sym:
+        template["sym"] = sym
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
@@ -363,8 +360,14 @@ def _fusable(shape: tuple[int, ...], first: Line, second: Line) -> bool:
     )  # fmt: skip
 
 
+def _line_near(centre: int, taps: int, n: int) -> bool:
+    """:func:`_near` for one line of ``n`` elements and ``taps`` taps about ``centre``."""
+    return _near((n,), (-centre,), (taps - 1 - centre,))
+
+
 def _sym(weights: np.ndarray) -> int:
-    """nd_line.wgsl's folding: 1 for symmetric weights, -1 for antisymmetric ones, else 0."""
+    """nd_line.wgsl's folding (its f32_sum, nd_plane's too): 1 for symmetric weights, -1 for
+    antisymmetric ones, else 0."""
     taps = weights.size
     rev = weights[::-1]
     if np.array_equal(weights, rev) and taps > 1:
@@ -402,8 +405,7 @@ def _plane_dispatch(shape: tuple[int, ...], first: Line, second: Line) -> _Dispa
     uniforms = struct.pack("<IIIIIIiiIIff", *header) + per_tap.tobytes()
     template: dict[str, Any] = {
         "ta": ta, "tb": tb, "cols": cols, "s0": -cb % 4, "syma": _sym(wa), "symb": _sym(wb),
-        "neara": ca <= n0 - 1 and ta - 1 - ca <= n0 - 1,
-        "nearb": cb <= n1 - 1 and tb - 1 - cb <= n1 - 1, "wg": _WG, "rev": rev,
+        "neara": _line_near(ca, ta, n0), "nearb": _line_near(cb, tb, n1), "wg": _WG, "rev": rev,
     }  # fmt: skip
     modes = (
         ("BORDER_MODE_A", line_a.border.mode.value),
