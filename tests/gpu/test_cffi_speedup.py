@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import cffi
@@ -131,3 +132,149 @@ def test_the_version_number_alone_decides_nothing(original, monkeypatch) -> None
     monkeypatch.setattr(cffi, "__version_info__", (3, 1, 0))
     assert cffi_speedup.install() is True
     assert cparser.Parser._parse is not original
+
+
+# --- the cache of whole-header parses -------------------------------------------------------
+
+
+def _all_types(ffi: cffi.FFI, header: str) -> list[object]:
+    """Every declaration by its C name, every struct's size and fields, every constant."""
+    structs = sorted(set(re.findall(r"typedef struct (WGPU\w+) \{", header)))
+    assert len(structs) > 80
+    declared = ffi._parser._declarations
+    assert sum(name.startswith("function ") for name in declared) > 100
+    return [
+        sorted(
+            (name, tp._get_c_name() if hasattr(tp, "_get_c_name") else repr(tp), quals)
+            for name, (tp, quals) in declared.items()
+        ),
+        [_describe(ffi, f"{s} *") for s in structs],
+        sorted(ffi._parser._int_constants.items()),
+    ]
+
+
+@pytest.fixture()
+def cache(original, tmp_path, monkeypatch):
+    monkeypatch.setattr(cffi_speedup, "cache_dir", lambda: tmp_path / "cffi")
+    monkeypatch.delenv(cffi_speedup.NO_CACHE_ENV, raising=False)
+    assert hasattr(cparser.Parser.parse, "__wrapped__"), "the cache is not installed"
+    return tmp_path / "cffi"
+
+
+def _parses(monkeypatch) -> list[int]:
+    """Counts the real parses behind the cache."""
+    calls: list[int] = []
+    real = cparser.Parser.parse.__wrapped__
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    cached = cffi_speedup._make_cached_parse(counting)
+    monkeypatch.setattr(cparser.Parser, "parse", cached)
+    return calls
+
+
+def test_the_wgpu_header_from_the_cache_gives_the_same_types(cache, monkeypatch) -> None:
+    from wgpu.backends.wgpu_native._ffi import get_wgpu_header
+
+    header = get_wgpu_header()
+    parses = _parses(monkeypatch)
+    parsed = cffi.FFI()
+    parsed.cdef(header)
+    assert parses == [1] and len(list(cache.glob("*.pickle"))) == 1
+    loaded = cffi.FFI()
+    loaded.cdef(header)
+    assert parses == [1], "the second fresh parser parsed again"
+    assert loaded._parser._declarations is not parsed._parser._declarations
+    assert _all_types(loaded, header) == _all_types(parsed, header)
+    monkeypatch.setattr(cparser.Parser, "parse", cffi_speedup.original_full_parse)
+    reference = cffi.FFI()
+    reference.cdef(header)  # cffi's own parse, no cache at all
+    assert _all_types(loaded, header) == _all_types(reference, header)
+
+
+def test_a_device_is_made_through_the_cached_header(cache) -> None:
+    """wgpu itself, imported in a new process, first parsing then loading (the real path)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import blurapp.process as p; p.prepare_process();"
+        "import wgpu.backends.wgpu_native as n;"
+        "from blurapp.gpu.device import get_device; print(get_device().info['name'])"
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache.parent / "xdg")}
+    names = []
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        names.append(run.stdout.strip())
+    assert names[0] and names[0] == names[1]
+    assert len(list((cache.parent / "xdg" / "blurapp" / "cffi").glob("*.pickle"))) == 1
+
+
+def _big_cdef() -> str:
+    return CDEF + "".join(
+        f"typedef struct S{i} {{ int a{i}; double b; }} S{i};\n" for i in range(300)
+    )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"not a pickle at all", b"\x80\x05K\x01.", None],  # empty, garbage, an int, torn
+)
+def test_a_bad_cache_file_is_parsed_over_and_replaced(cache, monkeypatch, content) -> None:
+    source = _big_cdef()
+    parses = _parses(monkeypatch)
+    cffi.FFI().cdef(source)
+    (path,) = cache.glob("*.pickle")
+    good = path.read_bytes()
+    path.write_bytes(good[: len(good) // 2] if content is None else content)
+    ffi = cffi.FFI()
+    ffi.cdef(source)  # no exception, no warning: it parses
+    assert parses == [1, 1]
+    assert ffi.sizeof("S299") == ffi.sizeof("struct S0")
+    assert path.read_bytes() == good  # written again, whole
+
+
+def test_a_file_of_another_source_is_not_taken(cache, monkeypatch) -> None:
+    source = _big_cdef()
+    parses = _parses(monkeypatch)
+    cffi.FFI().cdef(source)
+    (path,) = cache.glob("*.pickle")
+    other = source.replace("S299", "T299")
+    key = cffi_speedup.cache_key(other, {"override": False, "packed": False, "pack": None,
+                                         "dllexport": False})  # fmt: skip
+    (cache / f"{key[:32]}.pickle").write_bytes(path.read_bytes())  # right name, wrong content
+    ffi = cffi.FFI()
+    ffi.cdef(other)
+    assert parses == [1, 1]
+    assert "struct T299" in ffi._parser._declarations and "struct S299" not in (
+        ffi._parser._declarations
+    )
+
+
+def test_what_is_not_cached(cache, monkeypatch) -> None:
+    parses = _parses(monkeypatch)
+    small = cffi.FFI()
+    small.cdef(CDEF)  # small: parsed, no file
+    assert parses == [1] and not cache.exists()
+    source = _big_cdef()
+    small.cdef(source[len(CDEF) :])  # large, but this parser already holds declarations
+    assert parses == [1, 1] and not cache.exists()
+    monkeypatch.setenv(cffi_speedup.NO_CACHE_ENV, "1")
+    cffi.FFI().cdef(source)
+    assert parses == [1, 1, 1] and not cache.exists()  # switched off
+    monkeypatch.delenv(cffi_speedup.NO_CACHE_ENV)
+    cffi.FFI().cdef(source, packed=True)
+    cffi.FFI().cdef(source)
+    assert len(list(cache.glob("*.pickle"))) == 2  # the options are in the name
+
+
+def test_an_unwritable_cache_still_parses(cache, monkeypatch) -> None:
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_text("a file where the folder should be")
+    ffi = cffi.FFI()
+    ffi.cdef(_big_cdef())
+    assert ffi.sizeof("S7") > 0
