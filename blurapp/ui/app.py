@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib.resources
 import os
 import sys
@@ -98,6 +99,53 @@ def shorten_gil_switch(environ: Mapping[str, str] | None = None) -> float:
     return seconds
 
 
+def preload_gpu_backend() -> bool:
+    """Import wgpu's native backend now, before the window exists, instead of in the adapter
+    probe after the window's first paint.
+
+    Importing it loads wgpu-native and has cffi read its header: 0.35 s of pure Python with a
+    cold cache (0.06 s from :mod:`blurapp.gpu.cffi_speedup`'s cache), which the probe's
+    thread ran while the photo opened, handing the GIL back and forth with the UI thread
+    every millisecond (50-140 ms stalls at 0.2-0.4 s after the open, perf). Done here, the
+    window comes that much later, once, and the first seconds have only the device to create.
+    A missing or broken library is left for the probe to report in the window.
+
+    Returns:
+        Whether the backend is imported.
+    """
+    try:
+        import wgpu.backends.wgpu_native  # noqa: F401
+    except Exception:  # the probe says what is wrong, in the window
+        return False
+    return True
+
+
+_frozen: set[str] = set()
+
+
+def freeze_heap(moment: str) -> bool:
+    """Move every object alive now out of the garbage collector's reach (``gc.freeze``), once
+    per process for each ``moment`` of the start-up (``"start"``, ``"adapter"``).
+
+    What the window's start-up made (Qt's wrappers, wgpu's and cffi's declarations, numpy,
+    the modules) lives as long as the process; a full collection walks all of it, on
+    whichever thread allocates: 25-50 ms with the GIL held, one of the window's stalls
+    (gc.callbacks in the live benchmark, 48.6 ms at 15.9 s). Frozen, a full collection walks
+    only what came later. Called once the window's start-up is done, and after the adapter
+    probe (the device's objects); objects freed by their reference counts are freed as before.
+    Once per moment, so that a process that makes many windows (the tests) does not keep
+    the cycles of each one it closed.
+
+    Returns:
+        Whether it froze now.
+    """
+    if moment in _frozen:
+        return False
+    _frozen.add(moment)
+    gc.freeze()
+    return True
+
+
 def make_app(argv: list[str] | None = None) -> QApplication:
     """The process's QApplication (created once), named so QSettings finds its file.
 
@@ -112,6 +160,8 @@ def make_app(argv: list[str] | None = None) -> QApplication:
         prepare_process()  # XDG_RUNTIME_DIR before Qt and the Vulkan driver look for one
         limit_blas_threads()
         shorten_gil_switch()
+        preload_gpu_backend()
+        freeze_heap("start")
         app = QApplication(argv if argv is not None else sys.argv[:1])
     apply_theme(app)  # the system's light or dark scheme, or BLURAPP_THEME
     app.setDesktopFileName("blurapp")  # packaging/blurapp.desktop; Wayland's icon comes from it

@@ -905,6 +905,9 @@ class MainWindow(QMainWindow):
             self.strategies_ready.emit()
 
     def _show_adapter(self, info: dict) -> None:
+        from blurapp.ui.app import freeze_heap
+
+        freeze_heap("adapter")  # the start-up's objects, the device's included
         if "error" in info:
             self.adapter_text = f"No GPU adapter ({info['error']}): strategy cpu still works"
             self.adapter_label.setStyleSheet("color: #b2182b;")

@@ -148,6 +148,57 @@ def test_the_window_hands_the_gil_over_every_millisecond_unless_told_otherwise()
         sys.setswitchinterval(before)
 
 
+def test_the_gpu_backend_is_imported_before_the_window(monkeypatch) -> None:
+    """Issue 24 item 6: wgpu's header (cffi, 0.35 s of Python when cold) was parsed by the
+    adapter probe while the photo opened; now before the window exists, and what the start-up
+    made is frozen. A broken library is left for the probe to report."""
+    import subprocess
+    import sys
+
+    from blurapp.ui import app as ui_app
+
+    code = (
+        "import gc, sys; from blurapp.ui.app import make_app; "
+        "assert 'wgpu.backends.wgpu_native' not in sys.modules; make_app(); "
+        "print('wgpu.backends.wgpu_native' in sys.modules, gc.get_freeze_count() > 1000)"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "True"]
+    assert ui_app.preload_gpu_backend() is True
+    monkeypatch.setitem(sys.modules, "wgpu.backends.wgpu_native", None)  # the import fails
+    assert ui_app.preload_gpu_backend() is False
+
+
+def test_the_start_ups_objects_are_frozen_once_per_moment(monkeypatch) -> None:
+    """A full collection walked all of the start-up's objects (25-50 ms, GIL held); frozen,
+    it walks what came later. Once per moment: a process of many windows keeps no cycles."""
+    import gc
+
+    from blurapp.ui import app as ui_app
+
+    monkeypatch.setattr(ui_app, "_frozen", set())
+    frozen = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen.append(1))
+    assert ui_app.freeze_heap("start") is True
+    assert ui_app.freeze_heap("start") is False
+    assert ui_app.freeze_heap("adapter") is True
+    assert ui_app.freeze_heap("adapter") is False
+    assert frozen == [1, 1]
+
+
+def test_the_adapter_probe_freezes_the_heap(qtbot, monkeypatch) -> None:
+    from blurapp.ui import app as ui_app
+    from blurapp.ui.main_window import MainWindow
+
+    moments = []
+    monkeypatch.setattr(ui_app, "freeze_heap", moments.append)
+    window = MainWindow(probe_adapter=False)
+    qtbot.addWidget(window)
+    window._show_adapter({"name": "x", "backend": "Vulkan", "is_software": True})
+    assert moments == ["adapter"]
+
+
 def test_the_preview_note_stays_in_the_corner_when_the_view_scrolls(qtbot) -> None:
     from PySide6.QtGui import QColor, QImage
 
