@@ -99,25 +99,50 @@ def shorten_gil_switch(environ: Mapping[str, str] | None = None) -> float:
     return seconds
 
 
-def preload_gpu_backend() -> bool:
-    """Import wgpu's native backend now, before the window exists, instead of in the adapter
-    probe after the window's first paint.
+#: What the window's first seconds import on its worker threads, imported before the window
+#: exists instead (:func:`preload_modules`).
+PRELOADED = (
+    "wgpu.backends.wgpu_native",  # wgpu-native, and cffi reading its header
+    "blurapp.gpu.engine",  # the device's code, the shader templates (jinja2, markupsafe)
+    "blurapp.gpu.calibration",
+    "numpy.random",  # the calibration's inputs
+    "PIL.Image",  # the first open's decoder, and its format plugins (Image.preinit)
+)
 
-    Importing it loads wgpu-native and has cffi read its header: 0.35 s of pure Python with a
-    cold cache (0.06 s from :mod:`blurapp.gpu.cffi_speedup`'s cache), which the probe's
-    thread ran while the photo opened, handing the GIL back and forth with the UI thread
-    every millisecond (50-140 ms stalls at 0.2-0.4 s after the open, perf). Done here, the
-    window comes that much later, once, and the first seconds have only the device to create.
-    A missing or broken library is left for the probe to report in the window.
+
+def preload_modules() -> list[str]:
+    """Import :data:`PRELOADED` now, before the window exists, instead of on the worker
+    threads in the window's first seconds.
+
+    Two stalls of the UI thread came from those imports (perf, py-spy dumps taken while the
+    heartbeat was late):
+
+    - wgpu's backend: cffi reads wgpu's header, 0.35 s of pure Python with a cold cache
+      (0.06 s from :mod:`blurapp.gpu.cffi_speedup`'s cache), which the adapter probe's thread
+      ran while the photo opened, handing the GIL back and forth with the UI thread every
+      millisecond (50-140 ms stalls at 0.2-0.4 s after the open).
+    - an extension module's import (``dlopen``) holds the GIL and waits for the dynamic
+      loader's lock, which the probe holds while the Vulkan driver loads LLVM: the files lane
+      importing Pillow's ``_imaging`` for the first open froze every Python thread for
+      440 ms (a cold page cache; the whole load, seconds from a busy disk).
+
+    The window comes later by the imports, once (about 0.15 s here with warm caches). A
+    module that fails to import is left for its user to report (the probe says what is
+    wrong with the GPU, in the window).
 
     Returns:
-        Whether the backend is imported.
+        The modules that did not import.
     """
-    try:
-        import wgpu.backends.wgpu_native  # noqa: F401
-    except Exception:  # the probe says what is wrong, in the window
-        return False
-    return True
+    failed = []
+    for name in PRELOADED:
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # reported where it is used
+            failed.append(name)
+            continue
+        if name == "PIL.Image":
+            module.preinit()  # BMP, GIF, JPEG, PPM and PNG plugins, as the first open loads
+    return failed
 
 
 _frozen: set[str] = set()
@@ -160,7 +185,7 @@ def make_app(argv: list[str] | None = None) -> QApplication:
         prepare_process()  # XDG_RUNTIME_DIR before Qt and the Vulkan driver look for one
         limit_blas_threads()
         shorten_gil_switch()
-        preload_gpu_backend()
+        preload_modules()
         freeze_heap("start")
         app = QApplication(argv if argv is not None else sys.argv[:1])
     apply_theme(app)  # the system's light or dark scheme, or BLURAPP_THEME
