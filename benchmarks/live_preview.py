@@ -29,6 +29,13 @@ shows one (``preview_ready``), else the full result (``result_ready``). JSON goe
 ``--json FILE``. Timings describe this machine; they are not asserted anywhere::
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/live_preview.py --json out.json
+
+``--dump-stalls MS`` finds what froze the process in a stall, which no thread inside it can
+see (a thread that holds the GIL in C freezes them all, the sampler of ``--trace-stalls``
+too): each tick of the heartbeat is also written to a shared page, and a watcher process
+outside polls it every 10 ms; when the tick is MS late it reads every thread's state and
+system call from /proc and runs ``py-spy dump --native`` (py-spy on PATH, or ``PY_SPY``),
+once per stall, into the scenario's ``stall_dumps``.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 HEARTBEAT_MS = 10
 TRACE_STALLS = False
+DUMP_STALLS_MS: float | None = None
 WAIT_S = 180.0
 
 
@@ -68,6 +76,9 @@ class Clock:
         self.timer.setInterval(HEARTBEAT_MS)
         self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
         self.timer.start()
+        self.watcher = _StallWatcher.current
+        if self.watcher is not None:
+            self.timer.timeout.connect(self.watcher.beat_now)
         window.result_ready.connect(lambda: self._update("result"))
         if hasattr(window, "preview_ready"):
             window.preview_ready.connect(lambda: self._update("preview"))
@@ -175,11 +186,98 @@ class Clock:
                             "samples": stall["samples"]})  # fmt: skip
         return out
 
+    def stalls_over(self, ms: float) -> dict:
+        """How many gaps of the heartbeat were over ``ms``, and when (seconds after the first
+        tick, and the gap in ms)."""
+        at = [
+            (round(a - self.ticks[0], 2), round((b - a) * 1e3, 1))
+            for a, b in itertools.pairwise(self.ticks)
+            if (b - a) * 1e3 > ms
+        ]
+        return {f"stalls_over_{ms:g}ms": len(at), f"stalls_over_{ms:g}ms_at": at}
+
     def max_stall_ms(self, start: float, end: float) -> float:
         ticks = [t for t in self.ticks if start <= t <= end]
         if len(ticks) < 2:
             return float("nan")
         return round(max(b - a for a, b in itertools.pairwise(ticks)) * 1e3, 1)
+
+
+class _StallWatcher:
+    """``--dump-stalls``: the heartbeat's ticks on a shared page, and the process that
+    watches it (:func:`watch_heartbeat`), started and ready before the scenario's window."""
+
+    current: _StallWatcher | None = None
+
+    def __init__(self, late_ms: float) -> None:
+        import mmap
+        import struct
+
+        folder = Path(tempfile.mkdtemp(prefix="blurapp-stalls-"))
+        self.beat, self.out = folder / "beat", folder / "dumps.jsonl"
+        self.beat.write_bytes(b"\0" * 8)
+        self._file = open(self.beat, "r+b")  # held for the page's life
+        self._page = mmap.mmap(self._file.fileno(), 8)
+        self._pack = struct.Struct("d").pack
+        argv = [sys.executable, __file__, "--watch-heartbeat", str(self.beat), str(os.getpid())]
+        self.proc = subprocess.Popen([*argv, str(late_ms), str(self.out)])
+        ready = self.out.with_suffix(".ready")
+        end = time.perf_counter() + 30
+        while not ready.exists() and time.perf_counter() < end and self.proc.poll() is None:
+            time.sleep(0.01)
+
+    def beat_now(self) -> None:
+        self._page[0:8] = self._pack(time.perf_counter())
+
+    def dumps(self, first_tick: float) -> list[dict]:
+        self.proc.terminate()
+        self.proc.wait()
+        if not self.out.exists():
+            return []
+        found = [json.loads(line) for line in self.out.read_text().splitlines() if line]
+        for dump in found:
+            dump["at_s"] = round(dump.pop("tick") - first_tick, 2)
+        return found
+
+
+def watch_heartbeat(beat: Path, pid: int, late_ms: float, out: Path) -> int:
+    """Poll the heartbeat's page every 10 ms; when its tick is ``late_ms`` old, write every
+    thread's state and ``py-spy dump --native`` of the process to ``out`` (one JSON line a
+    stall) while it is still frozen."""
+    import mmap
+    import shutil
+    import struct
+
+    spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
+    with open(beat, "rb") as f, open(out, "a") as sink:
+        page = mmap.mmap(f.fileno(), 8, access=mmap.ACCESS_READ)
+        out.with_suffix(".ready").touch()
+        dumped = None
+        while Path(f"/proc/{pid}").exists():
+            (tick,) = struct.unpack("d", page[:8])
+            late = (time.perf_counter() - tick) * 1e3  # CLOCK_MONOTONIC, system-wide
+            if tick and late > late_ms and tick != dumped:
+                dumped = tick
+                threads = {}
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    try:
+                        stat = (task / "stat").read_text()
+                        call = (task / "syscall").read_text().split()[:2]
+                        wchan = (task / "wchan").read_text()
+                    except OSError:
+                        continue
+                    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+                    threads[task.name] = [comm, stat[stat.rindex(")") + 2], " ".join(call), wchan]
+                stacks = "py-spy not found (PATH or PY_SPY)"
+                if spy:
+                    run = [spy, "dump", "--native", "--pid", str(pid)]
+                    done = subprocess.run(run, capture_output=True, text=True, timeout=30)
+                    stacks = done.stdout + done.stderr
+                record = {"tick": tick, "late_ms": round(late, 1), "threads": threads}
+                sink.write(json.dumps({**record, "py_spy": stacks}) + "\n")
+                sink.flush()
+            time.sleep(0.01)
+    return 0
 
 
 def _schedstat(tid: int) -> tuple[int, int]:
@@ -332,6 +430,9 @@ def run_settled(photo: Path, size: tuple[int, int]) -> dict:
     }
     out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
     out["first_tick_monotonic_s"] = clock.ticks[0]  # to line up with perf -k CLOCK_MONOTONIC
+    out.update(clock.stalls_over(50))
+    if clock.watcher is not None:
+        out["stall_dumps"] = clock.watcher.dumps(clock.ticks[0])
     window.close()
     return out
 
@@ -459,14 +560,9 @@ def run_first_seconds(photo: Path, size: tuple[int, int]) -> dict:
     out["direct_to_auto_ms"] = phases
     out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
     out["first_tick_monotonic_s"] = clock.ticks[0]  # to line up with perf -k CLOCK_MONOTONIC
-    out["stalls_over_50ms"] = sum(
-        1 for a, b in itertools.pairwise(clock.ticks) if (b - a) * 1e3 > 50
-    )
-    out["stalls_over_50ms_at"] = [  # (seconds after the first tick, ms)
-        (round(a - clock.ticks[0], 2), round((b - a) * 1e3, 1))
-        for a, b in itertools.pairwise(clock.ticks)
-        if (b - a) * 1e3 > 50
-    ]
+    out.update(clock.stalls_over(50))
+    if clock.watcher is not None:
+        out["stall_dumps"] = clock.watcher.dumps(clock.ticks[0])
     if TRACE_STALLS:
         out["stall_traces"] = clock.stall_report()
     window.close()
@@ -500,6 +596,9 @@ def run_sample_cold(size: tuple[int, int]) -> dict:
     out["never_used_sigmas_ms"] = times
     out["max_stall_ms_overall"] = clock.max_stall_ms(clock.ticks[0], clock.ticks[-1])
     out["first_tick_monotonic_s"] = clock.ticks[0]  # to line up with perf -k CLOCK_MONOTONIC
+    out.update(clock.stalls_over(50))
+    if clock.watcher is not None:
+        out["stall_dumps"] = clock.watcher.dumps(clock.ticks[0])
     if TRACE_STALLS:
         out["stall_traces"] = clock.stall_report()
     window.close()
@@ -525,6 +624,8 @@ def _fresh_process(scenario: str, photo: Path, size: str) -> dict:
     argv = [sys.executable, __file__, "--scenario", scenario, "--photo", str(photo)]
     if TRACE_STALLS:
         argv.append("--trace-stalls")
+    if DUMP_STALLS_MS:
+        argv += ["--dump-stalls", str(DUMP_STALLS_MS)]
     subprocess.run([*argv, "--size", size, "--json", str(out)], env=env, check=True)
     return json.loads(out.read_text())
 
@@ -538,13 +639,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these (each in this process when one is given)")  # fmt: skip
     parser.add_argument("--trace-stalls", action="store_true",
                         help="sample the UI thread's stack in each stall over 50 ms")  # fmt: skip
+    parser.add_argument("--dump-stalls", type=float, metavar="MS",
+                        help="py-spy dumps (from outside) in stalls over MS")  # fmt: skip
+    parser.add_argument("--watch-heartbeat", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    global TRACE_STALLS
+    if args.watch_heartbeat:  # the watcher process of --dump-stalls
+        beat, pid, late_ms, out = args.watch_heartbeat
+        return watch_heartbeat(Path(beat), int(pid), float(late_ms), Path(out))
+    global TRACE_STALLS, DUMP_STALLS_MS
     TRACE_STALLS = args.trace_stalls
+    DUMP_STALLS_MS = args.dump_stalls
     width, height = (int(v) for v in args.size.lower().split("x"))
     photo = args.photo or make_photo(Path(tempfile.mkdtemp()) / "photo12mp.jpg")
     chosen = args.scenario or list(SCENARIOS)
     if len(chosen) == 1:
+        if DUMP_STALLS_MS:
+            _StallWatcher.current = _StallWatcher(DUMP_STALLS_MS)
         figures = _one(chosen[0], photo, (width, height))
     else:
         figures = {
