@@ -4,12 +4,14 @@ item 7): 2-D float32 images from 1 MP to 4K (gaussian_filter σ 1-8, uniform_fil
 path's cost over float32.
 
     .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--quick] [--json F]
+        [--sizes 1080p,256] [--cases uniform,sobel] [--no-extras] [--ask-feature shader-int64]
 
-Each timing is the median of ``--repeat`` whole calls (the 64×64 ones: median and minimum of
-20) as a caller sees them (upload, passes, read-back, the output array), after the calls that
-compile the GPU pipelines (the background compile of a small array's unrolled pipeline
-included). scipy runs single-threaded, as scipy.ndimage does. On lavapipe the GPU is the CPU:
-compare ratios from one run, and note the load averages printed at the start and the end.
+Each timing is the median of ``--repeat`` whole calls, blurapp's and scipy's alternated (the
+64×64 ones: median and minimum of 20), as a caller sees them (upload, passes, read-back, the
+output array), after the calls that compile the GPU pipelines (the background compile of a
+small array's unrolled pipeline included). scipy runs single-threaded, as scipy.ndimage does.
+On lavapipe the GPU is the CPU: compare ratios from one run, and note the load averages
+printed at the start and the end.
 """
 
 from __future__ import annotations
@@ -47,6 +49,22 @@ def _time(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(_times(call, repeat))
 
 
+def _time_pair(
+    ours: Callable[[], object], theirs: Callable[[], object], repeat: int
+) -> tuple[float, float]:
+    """Medians of ``repeat`` calls of each, alternated (after each one's warm-up calls): a
+    shared machine's load then weighs on both alike."""
+    _times(ours, 0)
+    _times(theirs, 0)
+    a, b = [], []
+    for _ in range(repeat):
+        for call, times in ((ours, a), (theirs, b)):
+            start = time.perf_counter()
+            call()
+            times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(a), statistics.median(b)
+
+
 def _cases_2d(weights9: np.ndarray) -> list[tuple[str, str, tuple, dict]]:
     cases = [(f"gaussian_filter σ={s}", "gaussian_filter", (s,), {}) for s in (1, 2, 4, 8)]
     cases += [
@@ -62,7 +80,35 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="1 MP and 128³ only")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--sizes", help="comma-separated sizes to run (1MP, 1080p, 4K, and the cube's side: 128, "
+        "256); default: all (--quick: 1MP and 128)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cases", help="comma-separated substrings of the case labels to run (e.g. 'σ=1,uniform,"
+        "sobel'); default: all",
+    )  # fmt: skip
+    parser.add_argument(
+        "--no-extras", action="store_true", help="skip the 64×64 per-call and float64 sections"
+    )
+    parser.add_argument(
+        "--ask-feature", action="append", default=[], metavar="NAME",
+        help="also ask the device for this wgpu feature where the adapter has it (an experiment: "
+        "'shader-int64' turns on ndpass's 32-byte accesses, which blurapp.gpu.device does not "
+        "ask for yet)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.ask_feature:
+        from blurapp.gpu import device as device_module
+
+        device_module._WANTED_FEATURES = (*device_module._WANTED_FEATURES, *args.ask_feature)
+    wanted_sizes = (
+        None if args.sizes is None else {v.strip().lower() for v in args.sizes.split(",")}
+    )
+    wanted_cases = None if args.cases is None else [v.strip() for v in args.cases.split(",")]
+
+    def chosen(label: str) -> bool:
+        return wanted_cases is None or any(c in label for c in wanted_cases)
 
     import scipy.ndimage as sn
 
@@ -73,12 +119,16 @@ def main() -> None:
     weights9 = rng.random((9, 9))
     info = get_device().info
     load = os.getloadavg()
-    print(f"adapter: {info['name']} ({info['backend']}); load average {load[0]:.1f}")
+    features = sorted(get_device().features)
+    print(f"adapter: {info['name']} ({info['backend']}); load average {load[0]:.1f}; "
+          f"device features {', '.join(features)}")  # fmt: skip
     rows: list[dict] = []
 
     def run(label: str, shape_name: str, x: np.ndarray, name: str, a: tuple, kw: dict) -> dict:
-        ours = _time(lambda: getattr(bn, name)(x, *a, **kw), args.repeat)
-        theirs = _time(lambda: getattr(sn, name)(x, *a, **kw), args.repeat)
+        ours, theirs = _time_pair(
+            lambda: getattr(bn, name)(x, *a, **kw), lambda: getattr(sn, name)(x, *a, **kw),
+            args.repeat,
+        )  # fmt: skip
         row = {
             "case": label, "shape": shape_name, "dtype": x.dtype.name,
             "blurapp_ms": round(ours, 2), "scipy_ms": round(theirs, 2),
@@ -90,21 +140,30 @@ def main() -> None:
         return row
 
     sizes = {"1MP": SIZES["1MP"]} if args.quick else SIZES
+    if wanted_sizes is not None:
+        sizes = {k: v for k, v in SIZES.items() if k.lower() in wanted_sizes}
     for shape_name, shape in sizes.items():
         x = rng.random(shape, dtype=np.float32)
         for label, name, a, kw in _cases_2d(weights9):
-            run(label, shape_name, x, name, a, kw)
-    side = 128 if args.quick else 256
-    cube = rng.random((side,) * 3, dtype=np.float32)
-    for sigma in (1, 2, 4):
-        run(f"gaussian_filter σ={sigma}", f"{side}³", cube, "gaussian_filter", (sigma,), {})
+            if chosen(label):
+                run(label, shape_name, x, name, a, kw)
+    sides = [128] if args.quick else [256]
+    if wanted_sizes is not None:
+        sides = [int(s) for s in ("128", "256") if s in wanted_sizes]
+    for side in sides:
+        cube = rng.random((side,) * 3, dtype=np.float32)
+        for sigma in (1, 2, 4):
+            if chosen(f"gaussian_filter σ={sigma}"):
+                run(f"gaussian_filter σ={sigma}", f"{side}³", cube, "gaussian_filter", (sigma,), {})
 
     # per-call cost: a 64×64 array, where the arithmetic is negligible; 20 calls, whose
     # median and minimum are reported (one call is a millisecond: a loaded machine's
     # scheduling shows in single calls, not in the median of 20)
     small = rng.random((64, 64), dtype=np.float32)
-    overhead = {}
-    for label, name, a, kw in _cases_2d(weights9)[:1] + _cases_2d(weights9)[4:]:
+    overhead: dict = {}
+    f64: dict = {}
+    extras = not args.no_extras
+    for label, name, a, kw in (_cases_2d(weights9)[:1] + _cases_2d(weights9)[4:]) * extras:
         times = _times(functools.partial(getattr(bn, name), small, *a, **kw), 20)
         ms, best = statistics.median(times), min(times)
         overhead[label] = {"median_ms": round(ms, 3), "min_ms": round(best, 3)}
@@ -114,8 +173,7 @@ def main() -> None:
     # the float64 (double-float) path against float32 on the same 1 MP image
     x32 = rng.random(SIZES["1MP"], dtype=np.float32)
     x64 = x32.astype(np.float64)
-    f64 = {}
-    for label, name, a, kw in _cases_2d(weights9):
+    for label, name, a, kw in _cases_2d(weights9) * extras:
         t32 = _time(functools.partial(getattr(bn, name), x32, *a, **kw), args.repeat)
         t64 = _time(functools.partial(getattr(bn, name), x64, *a, **kw), args.repeat)
         s64 = _time(functools.partial(getattr(sn, name), x64, *a, **kw), args.repeat)
@@ -128,8 +186,8 @@ def main() -> None:
     print(f"load average at the end {load_end[0]:.1f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"adapter": info["name"], "load_average": load[0],
-                       "load_average_end": load_end[0], "rows": rows,
+            json.dump({"adapter": info["name"], "device_features": features,
+                       "load_average": load[0], "load_average_end": load_end[0], "rows": rows,
                        "overhead_64x64_ms": overhead, "float64": f64}, f, indent=2)  # fmt: skip
 
 
