@@ -20,13 +20,23 @@
 // second pass sums the window's columns; a line outside the plane under a constant border is
 // the second pass's constant, a column outside the line the array's (the first pass's) one.
 //
-// Template parameters: `rev`, `ta`, `tb` (taps along axis -2 and axis -1), `cols` (a multiple of 4), `s0` (-centre_b mod 4: the
-// window's place in vec4 chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric
-// weights, as nd_line.wgsl's f32_sum), `neara`, `nearb` (windows within one reflection: the
-// mapping without division), `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
+// `wide` (a device with "shader-int64", n1 and COLS multiples of 8): the buffers are bound as
+// array<vec4<u64>> and every load and store moves 8 floats (bit patterns, split and packed
+// with bitcasts: the values are untouched). lavapipe's per-lane loop costs per access and lane
+// more than per component, so 32-byte accesses halve most of that work for the same data.
+//
+// Template parameters: `rev`, `ta`, `tb` (taps along axis -2 and axis -1), `cols` (a multiple
+// of 4), `wide`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its chunks),
+// `syma`, `symb` (1 / -1: folded symmetric / antisymmetric weights, as nd_line.wgsl's
+// f32_sum), `neara`, `nearb` (windows within one reflection: the mapping without division),
+// `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
 
 {% set W = cols + tb - 1 %}
-{% set chunks = (s0 + W + 3) // 4 %}
+{% set wide = wide | default(false) %}
+{% set cw = 8 if wide else 4 %}
+{% set chunks = (s0 + W + cw - 1) // cw %}
+// Element i of the window's loaded chunks (c0, c1, ...: vec4<f32>, or with `wide` pairs of them).
+{% macro el(i) %}{% if wide %}c{$ i // 8 $}.{$ "a" if i % 8 < 4 else "b" $}[{$ i % 4 $}]{% else %}c{$ i // 4 $}[{$ i % 4 $}]{% endif %}{% endmacro %}
 // The f32 sum of `taps` terms: weight params.w[base + k].x times operand(k), folded as
 // nd_line.wgsl's f32_sum when `sym` is 1 or -1.
 {% macro op(pre, i, post) %}{$ pre $}{$ i $}{$ post $}{% endmacro %}
@@ -49,8 +59,52 @@ struct PlaneParams {
     w: array<vec4<f32>, {$ ta + tb $}>,
 }
 
+{% if wide %}
+@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
+
+struct Chunk {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+fn lo_hi(v: u64) -> vec2<f32> {
+    return vec2<f32>(bitcast<f32>(u32(v)), bitcast<f32>(u32(v >> 32u)));
+}
+
+fn packed(x: f32, y: f32) -> u64 {
+    return u64(bitcast<u32>(x)) | (u64(bitcast<u32>(y)) << 32u);
+}
+
+fn chunk(i: u32) -> Chunk {
+    let v = src[i];
+    return Chunk(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
+}
+
+fn put(i: u32, a: vec4<f32>, b: vec4<f32>) {
+    dst[i] = vec4<u64>(packed(a.x, a.y), packed(a.z, a.w), packed(b.x, b.y), packed(b.z, b.w));
+}
+
+fn element(e: u32) -> f32 {
+    let v = src[e / 8u][(e / 2u) % 4u];
+    return bitcast<f32>(u32(v >> (32u * (e % 2u))));
+}
+{% else %}
 @group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+
+fn chunk(i: u32) -> vec4<f32> {
+    return src[i];
+}
+
+fn put(i: u32, v: vec4<f32>) {
+    dst[i] = v;
+}
+
+fn element(e: u32) -> f32 {
+    return src[e / 4u][e % 4u];
+}
+{% endif %}
 @group(0) @binding(3) var<uniform> params: PlaneParams;
 
 override BORDER_MODE_A: i32 = 0;
@@ -68,8 +122,7 @@ fn load_el(base: u32, col: i32) -> f32 {
         // first); else its first-pass sum is replaced by the second pass's constant.
         return params.constant_b;
     }
-    let e = base + u32(col);
-    return src[e / 4u][e % 4u];
+    return element(base + u32(col));
 }
 
 {% macro load_line(slot, pre) %}
@@ -83,12 +136,12 @@ fn load_el(base: u32, col: i32) -> f32 {
         } else {
             let base = pbase + u32(ri) * params.n1;
             if (interior) {
-                let c = (base + u32(start - {$ s0 $})) / 4u;
+                let c = (base + u32(start - {$ s0 $})) / {$ cw $}u;
 {% for q in range(chunks) %}
-                let c{$ q $} = src[c + {$ q $}u];
+                let c{$ q $} = chunk(c + {$ q $}u);
 {% endfor %}
 {% for w in range(W) %}
-                {$ pre $}{$ w $} = c{$ (s0 + w) // 4 $}[{$ (s0 + w) % 4 $}];
+                {$ pre $}{$ w $} = {$ el(s0 + w) $};
 {% endfor %}
             } else {
 {% for w in range(W) %}
@@ -148,14 +201,14 @@ fn main(
     for (var o = r0; o < r_end; o++) {
         t = o - r0 + {$ ta - 1 $};
 {$ first_sums(ta - 1) $}
-        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / 4u;
-{% for q in range(cols // 4) %}
-        if (j0 + {$ 4 * q $} < n1) {
-            dst[obase + {$ q $}u] = vec4<f32>(
+        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / {$ cw $}u;
+{% for q in range(cols // cw) %}
+        if (j0 + {$ cw * q $} < n1) {
+            put(obase + {$ q $}u{% for h in range(cw // 4) %}, vec4<f32>(
 {% for r in range(4) %}
-                {$ fsum(ta, syma, 0, "h", 0, "_" ~ (4 * q + r)) $},
+                {$ fsum(ta, syma, 0, "h", 0, "_" ~ (cw * q + 4 * h + r)) $},
 {% endfor %}
-            );
+            ){% endfor %});
         }
 {% endfor %}
 {% for s in range(ta - 1) %}
@@ -184,14 +237,14 @@ fn main(
         let v{$ w $} = select({$ fsum(ta, syma, 0, "m", 0, "_" ~ w) $}, params.constant_b,
             BORDER_MODE_B == 1 && (start + {$ w $} < 0 || start + {$ w $} >= n1));
 {% endfor %}
-        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / 4u;
-{% for q in range(cols // 4) %}
-        if (j0 + {$ 4 * q $} < n1) {
-            dst[obase + {$ q $}u] = vec4<f32>(
+        let obase = (pbase + u32(o) * params.n1 + u32(j0)) / {$ cw $}u;
+{% for q in range(cols // cw) %}
+        if (j0 + {$ cw * q $} < n1) {
+            put(obase + {$ q $}u{% for h in range(cw // 4) %}, vec4<f32>(
 {% for r in range(4) %}
-                {$ fsum(tb, symb, ta, "v", 4 * q + r, "") $},
+                {$ fsum(tb, symb, ta, "v", cw * q + 4 * h + r, "") $},
 {% endfor %}
-            );
+            ){% endfor %});
         }
 {% endfor %}
 {% for s in range(ta - 1) %}

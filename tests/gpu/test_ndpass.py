@@ -680,3 +680,48 @@ def test_mapped_and_staged_transfers_agree(gpu, df64_ok, monkeypatch, precision:
     np.testing.assert_allclose(results[True], want, rtol=0, atol=1e-5)
     if gpu.is_software and "mappable-primary-buffers" in gpu.adapter.features:
         assert "mappable-primary-buffers" in gpu.device.features  # device.py asked for it
+
+
+def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
+    """On a device with "shader-int64" (ndpass.WIDE_FEATURE) a fused pair whose lines hold a
+    multiple of 8 elements loads and stores 8 floats at a time (nd_plane.wgsl's `wide`): the
+    same values bit for bit as the 16-byte accesses, on every border pair, both orders, both
+    strip widths, origins, NaN and Inf; lines of 4 (mod 8) elements keep the 16-byte path."""
+    import dataclasses
+
+    if ndpass.WIDE_FEATURE not in gpu.adapter.features:
+        pytest.skip(f"the adapter has no {ndpass.WIDE_FEATURE}")
+    limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
+                                                  "max-buffer-size")}  # fmt: skip
+    device = gpu.adapter.request_device_sync(
+        required_features=[*gpu.device.features, ndpass.WIDE_FEATURE], required_limits=limits
+    )
+    wide_ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+    wide, narrow = NdPasses(wide_ctx), NdPasses(gpu)
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused shaders on these small arrays
+    rng = np.random.default_rng(23)
+    shapes = [(5, 8), (3, 16), (37, 24), (70, 48), (2, 9, 40), (19, 12), (4, 64)]
+    modes = sorted(MODES)
+    for k, shape in enumerate(shapes * 5):
+        ta, tb = [(3, 3), (5, 1), (1, 9), (9, 5), (4, 6), (13, 2), (2, 13)][k % 7]
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wa = [wa, wa + wa[::-1], wa - wa[::-1]][k % 3]
+        oa = _origins(ta)[k % len(_origins(ta))]
+        ob = _origins(tb)[(k // 3) % len(_origins(tb))]
+        x = rng.normal(size=shape).astype(np.float32)
+        if k % 4 == 1:
+            x.flat[rng.integers(x.size)] = np.nan
+        if k % 5 == 2:
+            x.flat[rng.integers(x.size)] = np.inf
+        nd = len(shape)
+        lines = [Line(nd - 2, wa, MODES[modes[k % 5]][0], oa, cval=CVAL),
+                 Line(nd - 1, wb, MODES[modes[(k // 5) % 5]][0], ob, cval=-2.5)]  # fmt: skip
+        if k % 3 == 1:
+            lines.reverse()
+        monkeypatch.setattr(ndpass, "PLANE_COLS", (16, 8)[k % 2])
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=wide)
+        want = correlate1d_chain(x, lines, precision="f32", passes_engine=narrow)
+        np.testing.assert_array_equal(got, want)
+    templates = [dict(key[1]) for key in wide._pipelines if key[0] == "nd_plane"]
+    assert {t.get("wide", False) for t in templates} == {True, False}
+    assert not any(dict(key[1]).get("wide") for key in narrow._pipelines if key[0] == "nd_plane")
