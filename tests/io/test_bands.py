@@ -226,6 +226,37 @@ def test_sink_writes_what_the_windows_hold(tmp_path: Path, shape, dtype, level: 
     assert [p.name for p in tmp_path.iterdir()] == ["out.png"]
 
 
+@pytest.mark.parametrize("deflater", ["zlib-ng", "zlib"])
+def test_fast_levels_write_up_filtered_rows_in_steps(tmp_path: Path, monkeypatch, deflater) -> None:
+    """Levels 1..6: numpy's Up filter and zlib-ng's (or, without it, the standard library's)
+    run-length deflate, a step of rows at a time across bands; libpng and Pillow read the
+    same pixels, and every row says Up."""
+    import blurapp.io.bands as bands
+
+    if deflater == "zlib":
+        monkeypatch.setattr(bands, "_deflater", lambda: zlib)
+    monkeypatch.setattr(bands, "_ENCODE_STEP_BYTES", 3 * (1 + 17 * 3 * 2))  # 3 rows a step
+    pixels = _pixels((40, 17, 3), np.uint16, seed=5)
+    out = tmp_path / "out.png"
+    with png_sink(out, pixels.shape, np.uint16, compress_level=1) as sink:
+        for y0, y1, x0, x1 in _grid_windows(40, 17, 7):
+            sink((y0, y1, x0, x1), pixels[y0:y1, x0:x1])
+    np.testing.assert_array_equal(imagecodecs.png_decode(out.read_bytes()), pixels)
+    np.testing.assert_array_equal(read_image(out).pixels, pixels)
+    data = out.read_bytes()
+    idat, pos = b"", 8
+    while pos < len(data):
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        assert zlib.crc32(kind + body) == int.from_bytes(
+            data[pos + 8 + length : pos + 12 + length], "big"
+        )
+        idat += body if kind == b"IDAT" else b""
+        pos += 12 + length
+    rows = zlib.decompress(idat)
+    assert {rows[i * (1 + 17 * 6)] for i in range(40)} == {2}
+
+
 def test_sink_carries_icc_and_exif(tmp_path: Path) -> None:
     from PIL import ImageCms
 
