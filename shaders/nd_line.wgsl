@@ -43,6 +43,7 @@
 {% set near = near | default(false) %}
 {% set sym = sym | default(0) %}
 {% set roll = roll | default(false) %}
+{% set groups = groups | default(1) %}
 // The f32 sum of output `o`'s taps; with `sym` (1: w[k] == w[taps-1-k], -1: w[k] ==
 // -w[taps-1-k]) the pairs of equal weights are folded, w * (a + b) or w * (a - b), as
 // scipy.ndimage.correlate1d does: one multiply for two taps (NaN and Inf come out the same).
@@ -175,6 +176,12 @@ fn main(
     let jv = 0u;
     let b = g % params.blocks;
     let row = (g / params.blocks) * params.n;
+{% elif groups > 1 %}
+    let lanes_v = params.inner_v / {$ groups $}u;
+    let jv = (g % lanes_v) * {$ groups $}u;
+    let rest = g / lanes_v;
+    let b = rest % params.blocks;
+    let row = (rest / params.blocks) * params.n;
 {% else %}
     let jv = g % params.inner_v;
     let rest = g / params.inner_v;
@@ -209,6 +216,43 @@ fn main(
             {$ f32_sum(4 * q + r) $},
 {% endfor %}
         );
+    }
+{% endfor %}
+{% elif roll and groups > 1 %}
+    // `groups` neighbouring vec4 columns an invocation, each its own rolling window: one load
+    // a tap and column, as above, with a SIMD row's lanes `groups` vec4s apart.
+    let taps = i32(params.taps);
+    let interior = start >= 0 && start + {$ block - 1 $} + taps <= n;
+{% for o in range(block - 1) %}
+    let s{$ o $} = select({$ map $}(start + {$ o $}, n, BORDER_MODE), start + {$ o $}, interior);
+{% for c in range(groups) %}
+    var m{$ o $}_{$ c $} = load_at(row, s{$ o $}, jv + {$ c $}u);
+{% endfor %}
+{% endfor %}
+{% for o in range(block) %}
+{% for c in range(groups) %}
+    var acc{$ o $}_{$ c $} = {$ vt $}(0.0);
+{% endfor %}
+{% endfor %}
+    for (var k = 0; k < taps; k++) {
+        let i = start + {$ block - 1 $} + k;
+        let si = select({$ map $}(i, n, BORDER_MODE), i, interior);
+        let wk = params.w[k];
+{% for c in range(groups) %}
+        let mn_{$ c $} = load_at(row, si, jv + {$ c $}u);
+{% for o in range(block) %}
+        acc{$ o $}_{$ c $} += wk.x * {$ ("m" ~ o ~ "_" ~ c) if o < block - 1 else ("mn_" ~ c) $};
+{% endfor %}
+{% for o in range(block - 1) %}
+        m{$ o $}_{$ c $} = {$ ("m" ~ (o + 1) ~ "_" ~ c) if o + 1 < block - 1 else ("mn_" ~ c) $};
+{% endfor %}
+{% endfor %}
+    }
+{% for o in range(block) %}
+    if (first + {$ o $} < n) {
+{% for c in range(groups) %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv + {$ c $}u] = acc{$ o $}_{$ c $};
+{% endfor %}
     }
 {% endfor %}
 {% elif roll %}

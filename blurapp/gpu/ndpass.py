@@ -222,6 +222,16 @@ def _groups(total: int) -> tuple[int, int]:
 #: equal; load 2.5-3), and unrolls up to it (sigma 2: equal on 1 MP and 4K, 605 against 618 ms
 #: at 256^3; 610 against 714-793 ms of CPU in an earlier run).
 MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
+#: Rolled f32 passes across a non-contiguous axis take ROLL_GROUPS neighbouring vec4 columns
+#: an invocation (nd_line.wgsl's `groups`: a 64-byte line of each input row a lane instead of
+#: 16 bytes; where the vec4 columns are a multiple of it), in blocks of ROLL_GROUP_BLOCK
+#: outputs; the same sums in the same order, equal bit for bit. ms a pass (CPU ms), one
+#: column of 16 bytes in blocks of 32 against 4 columns in blocks of 16, in one process:
+#: 1080x1920 axis 0 sigma=4 34.4 (41.0) -> 23.3 (23.1), sigma=8 49.5 (55.7) -> 32.8 (35.8,
+#: 2 columns); 256^3 sigma=4 axis 0 338 (332) -> 173 (177) and 290 (293) -> 133 (150), axis 1
+#: 260 (250) -> 167 (167). 8 columns or blocks of 4/8 were slower, 32 as fast (load 1.4-3.1).
+ROLL_GROUPS = 4
+ROLL_GROUP_BLOCK = 16
 
 
 def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -287,9 +297,14 @@ def _line_dispatch(
     chunked = not df and not roll and inner == 1 and n % 4 == 0
     block = _line_block(taps, n, precision, vec, roll, chunked)
     chunked = chunked and block % 4 == 0
-    blocks = -(-n // block)
     inner_v = inner // vec
-    invocations = outer * blocks * inner_v
+    groups = ROLL_GROUPS if roll and not df and vec > 1 and inner_v % ROLL_GROUPS == 0 else 1
+    if groups > 1:
+        block = ROLL_GROUP_BLOCK
+        while block > 1 and block // 2 >= n:
+            block //= 2
+    blocks = -(-n // block)
+    invocations = outer * blocks * inner_v // groups
     gx, _ = _groups(invocations)
     per_tap = np.zeros((taps, 4), dtype=np.float32)
     if df:
@@ -306,6 +321,8 @@ def _line_dispatch(
     }  # fmt: skip
     if roll:  # one pipeline for every length: the taps are a loop
         template.update(roll=True, roll_taps=ROLL_TAPS, taps=0)
+    if groups > 1:
+        template["groups"] = groups
     if df:
         template["two_prod"] = two_prod
     if _line_near(centre, taps, n):  # one reflection at most

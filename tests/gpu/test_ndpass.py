@@ -176,6 +176,36 @@ def test_rolled_line_passes(engine, df64_ok, monkeypatch, precision: str, mode: 
     assert any(dict(key[1]).get("roll") for key in engine._pipelines)
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_rolled_passes_in_column_groups(engine, monkeypatch, mode: str) -> None:
+    """Rolled f32 passes across a non-contiguous axis whose vec4 columns come in multiples of
+    ndpass.ROLL_GROUPS take that many an invocation (nd_line.wgsl's `groups`): the same values
+    bit for bit as one column an invocation, every origin, NaN and Inf, blocks past the axis."""
+    monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(31 + len(mode))
+    groups = ndpass.ROLL_GROUPS
+    for shape, axis in [((37, 16), 0), ((3, 20, 32), 1), ((5, 2, 64), 0), ((70, 48), 0)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = -np.inf
+        for size in (1, 4, 19, 65):
+            w = rng.normal(size=size)
+            for origin in _origins(size):
+                line = Line(axis, w, border, origin, cval=CVAL)
+                monkeypatch.setattr(ndpass, "ROLL_GROUPS", groups)
+                got = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
+                monkeypatch.setattr(ndpass, "ROLL_GROUPS", 1)
+                one = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
+                np.testing.assert_array_equal(got, one)
+                want = ndi.correlate1d(
+                    x.astype(np.float64), w, axis=axis, mode=scipy_mode, cval=CVAL, origin=origin
+                )
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert any(dict(key[1]).get("groups") == groups for key in engine._pipelines)
+
+
 @pytest.mark.parametrize("precision", ["f32", "df64"])
 def test_chain_reads_back_into_out(engine, df64_ok, precision: str) -> None:
     """``out=`` receives the result (the input itself too); a wrong one is refused."""
