@@ -33,7 +33,13 @@
 // BLOCK outputs, as the unrolled code, instead of one a tap for each output (nd_line_loop.wgsl).
 // Windows wholly inside the axis skip the border mapping (a select per load, no branch).
 //
-// Template parameters: `roll`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
+// `groups` (f32, `vec` 4, the vec4 columns a multiple of it): an invocation takes `groups`
+// neighbouring vec4 columns, each with its own window and the same sums, so that a lane reads
+// a 64-byte line of each input row, not 16 bytes: a SIMD row's loads then touch 8 cache
+// lines at once instead of 2, and across planes (an axis-0 pass of a 3-D array strides
+// 256 KiB a row at 256^3) their misses overlap.
+//
+// Template parameters: `roll`, `groups`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
@@ -47,7 +53,7 @@
 // The f32 sum of output `o`'s taps; with `sym` (1: w[k] == w[taps-1-k], -1: w[k] ==
 // -w[taps-1-k]) the pairs of equal weights are folded, w * (a + b) or w * (a - b), as
 // scipy.ndimage.correlate1d does: one multiply for two taps (NaN and Inf come out the same).
-{% macro f32_sum(o) %}{% if sym %}{% for k in range(taps // 2) %}params.w[{$ k $}].x * (m{$ o + k $} {$ "+" if sym > 0 else "-" $} m{$ o + taps - 1 - k $}){% if not loop.last or taps % 2 %} + {% endif %}{% endfor %}{% if taps % 2 %}params.w[{$ taps // 2 $}].x * m{$ o + taps // 2 $}{% endif %}{% else %}{% for k in range(taps) %}params.w[{$ k $}].x * m{$ o + k $}{% if not loop.last %} + {% endif %}{% endfor %}{% endif %}{% endmacro %}
+{% macro f32_sum(o, suf="") %}{% if sym %}{% for k in range(taps // 2) %}params.w[{$ k $}].x * (m{$ o + k $}{$ suf $} {$ "+" if sym > 0 else "-" $} m{$ o + taps - 1 - k $}{$ suf $}){% if not loop.last or taps % 2 %} + {% endif %}{% endfor %}{% if taps % 2 %}params.w[{$ taps // 2 $}].x * m{$ o + taps // 2 $}{$ suf $}{% endif %}{% else %}{% for k in range(taps) %}params.w[{$ k $}].x * m{$ o + k $}{$ suf $}{% if not loop.last %} + {% endif %}{% endfor %}{% endif %}{% endmacro %}
 
 // One df64 tap into the accumulators hi{a}, lo{a}, raw{a}: the weight `w` (params.w[k]) times the
 // element whose hi, lo (and Dekker halves hh, hl) are h{e}, l{e} (hh{e}, hl{e}).
@@ -308,6 +314,22 @@ fn main(
 {% else %}
         dst[(row + u32(first + {$ o $})) * params.inner_v + jv] = acc{$ o $};
 {% endif %}
+    }
+{% endfor %}
+{% elif groups > 1 %}
+    // `groups` neighbouring vec4 columns an invocation (as the rolled passes' `groups`).
+{% for i in range(block + taps - 1) %}
+    let s{$ i $} = {$ map $}(start + {$ i $}, n, BORDER_MODE);
+{% for c in range(groups) %}
+    let m{$ i $}_{$ c $} = load_at(row, s{$ i $}, jv + {$ c $}u);
+{% endfor %}
+{% endfor %}
+{% for o in range(block) %}
+    if (first + {$ o $} < n) {
+{% for c in range(groups) %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv + {$ c $}u] =
+            {$ f32_sum(o, "_" ~ c) $};
+{% endfor %}
     }
 {% endfor %}
 {% else %}

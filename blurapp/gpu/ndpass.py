@@ -230,8 +230,14 @@ MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
 #: 1080x1920 axis 0 sigma=4 34.4 (41.0) -> 23.3 (23.1), sigma=8 49.5 (55.7) -> 32.8 (35.8,
 #: 2 columns); 256^3 sigma=4 axis 0 338 (332) -> 173 (177) and 290 (293) -> 133 (150), axis 1
 #: 260 (250) -> 167 (167). 8 columns or blocks of 4/8 were slower, 32 as fast (load 1.4-3.1).
+#: The unrolled ones likewise (UNROLLED_GROUPS in blocks of UNROLLED_GROUP_BLOCK, were one
+#: column in blocks of 8), ms a pass: 256^3 sigma=2 (17 taps) axis 0 178 -> 126, axis 1
+#: 237 -> 115, sigma=1 axis 0 96 -> 84; 1080x1920 axis 0 sigma=1 7.4 -> 6.7, sigma=2 10.8 ->
+#: 9.2 (4 columns in blocks of 2 or 4, 2 in blocks of 4, 8 or 16: slower or between).
 ROLL_GROUPS = 4
 ROLL_GROUP_BLOCK = 16
+UNROLLED_GROUPS = 4
+UNROLLED_GROUP_BLOCK = 8
 
 
 def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -298,9 +304,12 @@ def _line_dispatch(
     block = _line_block(taps, n, precision, vec, roll, chunked)
     chunked = chunked and block % 4 == 0
     inner_v = inner // vec
-    groups = ROLL_GROUPS if roll and not df and vec > 1 and inner_v % ROLL_GROUPS == 0 else 1
+    groups, group_block = (
+        (ROLL_GROUPS, ROLL_GROUP_BLOCK) if roll else (UNROLLED_GROUPS, UNROLLED_GROUP_BLOCK)
+    )
+    groups = groups if not df and vec > 1 and inner_v % groups == 0 else 1
     if groups > 1:
-        block = ROLL_GROUP_BLOCK
+        block = group_block
         while block > 1 and block // 2 >= n:
             block //= 2
     blocks = -(-n // block)

@@ -176,34 +176,43 @@ def test_rolled_line_passes(engine, df64_ok, monkeypatch, precision: str, mode: 
     assert any(dict(key[1]).get("roll") for key in engine._pipelines)
 
 
+@pytest.mark.parametrize("family", ["rolled", "unrolled"])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_rolled_passes_in_column_groups(engine, monkeypatch, mode: str) -> None:
-    """Rolled f32 passes across a non-contiguous axis whose vec4 columns come in multiples of
-    ndpass.ROLL_GROUPS take that many an invocation (nd_line.wgsl's `groups`): the same values
-    bit for bit as one column an invocation, every origin, NaN and Inf, blocks past the axis."""
-    monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
+def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) -> None:
+    """f32 passes across a non-contiguous axis whose vec4 columns come in multiples of
+    ndpass.ROLL_GROUPS (rolled) or UNROLLED_GROUPS take that many an invocation
+    (nd_line.wgsl's `groups`): the same values bit for bit as one column an invocation, every
+    origin, plain and folded weights, NaN and Inf, blocks past the axis."""
+    rolled = family == "rolled"
+    if rolled:
+        monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
     monkeypatch.setattr(ndpass, "SMALL", 0)
     border, scipy_mode = MODES[mode]
-    rng = np.random.default_rng(31 + len(mode))
-    groups = ndpass.ROLL_GROUPS
+    rng = np.random.default_rng(31 + len(mode) + rolled)
+    name = "ROLL_GROUPS" if rolled else "UNROLLED_GROUPS"
+    groups = getattr(ndpass, name)
     for shape, axis in [((37, 16), 0), ((3, 20, 32), 1), ((5, 2, 64), 0), ((70, 48), 0)]:
         x = rng.normal(size=shape).astype(np.float32)
         x.flat[rng.integers(x.size)] = np.nan
         x.flat[rng.integers(x.size)] = -np.inf
-        for size in (1, 4, 19, 65):
+        for size in (1, 4, 19, 65) if rolled else (1, 4, 9, 17):
             w = rng.normal(size=size)
+            w = w + w[::-1] if size % 4 == 1 else w  # the folded sums too
             for origin in _origins(size):
                 line = Line(axis, w, border, origin, cval=CVAL)
-                monkeypatch.setattr(ndpass, "ROLL_GROUPS", groups)
+                monkeypatch.setattr(ndpass, name, groups)
                 got = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
-                monkeypatch.setattr(ndpass, "ROLL_GROUPS", 1)
+                monkeypatch.setattr(ndpass, name, 1)
                 one = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
                 np.testing.assert_array_equal(got, one)
                 want = ndi.correlate1d(
                     x.astype(np.float64), w, axis=axis, mode=scipy_mode, cval=CVAL, origin=origin
                 )
                 np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    assert any(dict(key[1]).get("groups") == groups for key in engine._pipelines)
+    assert any(
+        dict(key[1]).get("groups") == groups and dict(key[1]).get("roll", False) == rolled
+        for key in engine._pipelines
+    )
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
