@@ -146,3 +146,60 @@ def test_no_adapter_is_exit_2_before_the_input_is_read(
     assert err.strip().startswith("blurapp: error: no WebGPU adapter found"), err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_apply_and_batch_make_their_device_while_they_import(monkeypatch) -> None:
+    """The device (0.18 s of wgpu-native and the driver, the GIL free) is made on a thread
+    while the parser's and the command's modules import; not for --help or --strategy cpu."""
+    import threading
+
+    import blurapp.cli as cli
+    from blurapp.gpu import device
+
+    made: list[str] = []
+    monkeypatch.setattr(device, "get_device", lambda: made.append(threading.current_thread().name))
+    for argv in (["batch", "a.png", "-o", "out"], ["apply", "a.png", "-o", "b.png"]):
+        thread = cli._prefetch_device(argv)
+        assert thread is not None
+        thread.join(10)
+    assert made == ["blurapp-device", "blurapp-device"]
+    for argv in (
+        ["batch", "--help"],
+        ["apply", "a.png", "-o", "b.png", "-h"],
+        ["apply", "a.png", "-o", "b.png", "--strategy", "cpu"],
+        ["batch", "a.png", "-o", "out", "--strategy=cpu"],
+        ["kernel", "gaussian:sigma=2"],
+        ["info"],
+    ):
+        assert cli._prefetch_device(argv) is None, argv
+    assert len(made) == 2
+
+
+def test_a_failed_prefetch_is_said_by_the_command_itself(monkeypatch, capsys, tmp_path) -> None:
+    """The thread's failure is not kept: the command's own call tries again, exit 2, one line."""
+    from blurapp.gpu import device
+
+    calls = []
+
+    def no_adapter():
+        calls.append(1)
+        raise GpuUnavailableError("no WebGPU adapter (a test)")
+
+    monkeypatch.setattr(device, "get_device", no_adapter)
+    png = tmp_path / "a.png"
+    Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(png)
+    code = main(["batch", str(png), "-o", str(tmp_path / "out"), "-k", "box:3",
+                 "--strategy", "direct"])  # fmt: skip
+    assert code == 2 and len(calls) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["blurapp: error: no WebGPU adapter (a test)"]
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_usage_error_waits_for_the_prefetch_and_exits_2(tmp_path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "blurapp", "batch", "x.png", "-o", str(tmp_path), "--bogus"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2
+    assert run.stderr.startswith("blurapp batch: error: ") and len(run.stderr.splitlines()) == 1
