@@ -20,19 +20,25 @@
 // second pass sums the window's columns; a line outside the plane under a constant border is
 // the second pass's constant, a column outside the line the array's (the first pass's) one.
 //
+// `edge`: "all" (every strip), "interior" (only strips whose window lies inside the line: no
+// border code at all, which lavapipe would run masked for every line of the walk: 20-30 % of
+// the pass) or "border" (the other strips); blurapp.gpu.ndpass runs an interior and a border
+// dispatch over the same buffers where a plane has interior strips.
+//
 // `wide` (a device with "shader-int64", n1 and COLS multiples of 8): the buffers are bound as
 // array<vec4<u64>> and every load and store moves 8 floats (bit patterns, split and packed
 // with bitcasts: the values are untouched). lavapipe's per-lane loop costs per access and lane
 // more than per component, so 32-byte accesses halve most of that work for the same data.
 //
 // Template parameters: `rev`, `ta`, `tb` (taps along axis -2 and axis -1), `cols` (a multiple
-// of 4), `wide`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its chunks),
-// `syma`, `symb` (1 / -1: folded symmetric / antisymmetric weights, as nd_line.wgsl's
+// of 4), `edge`, `wide`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its
+// chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric weights, as nd_line.wgsl's
 // f32_sum), `neara`, `nearb` (windows within one reflection: the mapping without division),
 // `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
 
 {% set W = cols + tb - 1 %}
 {% set wide = wide | default(false) %}
+{% set edge = edge | default("all") %}
 {% set cw = 8 if wide else 4 %}
 {% set chunks = (s0 + W + cw - 1) // cw %}
 // Element i of the window's loaded chunks (c0, c1, ...: vec4<f32>, or with `wide` pairs of them).
@@ -52,9 +58,13 @@ struct PlaneParams {
     centre_a: i32,
     centre_b: i32,
     groups_x: u32,
-    total: u32,       // planes * bands * strips
+    total: u32,       // planes * bands * sel_count
     constant_a: f32,  // the constant (mode 1) of the pass along axis -2
     constant_b: f32,  // of the pass along axis -1
+    sel_lo: u32,      // `edge`: the interior strips are sel_lo .. sel_hi - 1
+    sel_hi: u32,
+    sel_count: u32,   // strips this dispatch takes a band
+    _pad: u32,
     // Per tap (f32 in .x): the `ta` weights along axis -2, then the `tb` along axis -1.
     w: array<vec4<f32>, {$ ta + tb $}>,
 }
@@ -135,7 +145,7 @@ fn load_el(base: u32, col: i32) -> f32 {
 {% endfor %}
         } else {
             let base = pbase + u32(ri) * params.n1;
-            if (interior) {
+            if ({% if edge == "interior" %}true{% else %}interior{% endif %}) {
                 let c = (base + u32(start - {$ s0 $})) / {$ cw $}u;
 {% for q in range(chunks) %}
                 let c{$ q $} = chunk(c + {$ q $}u);
@@ -143,11 +153,11 @@ fn load_el(base: u32, col: i32) -> f32 {
 {% for w in range(W) %}
                 {$ pre $}{$ w $} = {$ el(s0 + w) $};
 {% endfor %}
-            } else {
+            }{% if edge != "interior" %} else {
 {% for w in range(W) %}
                 {$ pre $}{$ w $} = load_el(base, {$ map_b $}(start + {$ w $}, n1, BORDER_MODE_B));
 {% endfor %}
-            }
+            }{% endif %}
         }
     }
 {% endmacro %}
@@ -161,8 +171,15 @@ fn main(
     if (g >= params.total) {
         return;
     }
-    let strip = g % params.strips;
-    let rest = g / params.strips;
+    let k = g % params.sel_count;
+    let rest = g / params.sel_count;
+{% if edge == "interior" %}
+    let strip = params.sel_lo + k;
+{% elif edge == "border" %}
+    let strip = select(params.sel_hi + (k - params.sel_lo), k, k < params.sel_lo);
+{% else %}
+    let strip = k;
+{% endif %}
     let band = rest % params.bands;
     let plane = rest / params.bands;
     let n0 = i32(params.n0);

@@ -204,6 +204,9 @@ class _Dispatch:
     # computing the same (small arrays): it runs while this one's pipeline is compiled in the
     # background (NdPasses.run); made only then.
     fallback: Callable[[], _Dispatch | list[_Dispatch]] | None = None
+    # False: the next dispatch reads this one's input and writes its output too (the interior
+    # and border strips of one fused pair); the ping-pong swaps after the pair.
+    swap: bool = True
 
 
 def _groups(total: int) -> tuple[int, int]:
@@ -382,6 +385,9 @@ PLANE_ROWS = 32
 #: the 16-byte path runs.
 WIDE_FEATURE = "shader-int64"
 WIDE_IO = True
+#: Fused pairs run their interior strips (windows inside the line) as a dispatch of their own,
+#: without border code, and the other strips after it (_plane_dispatches).
+PLANE_SPLIT = True
 
 
 def _fusable(shape: tuple[int, ...], first: Line, second: Line) -> bool:
@@ -415,24 +421,60 @@ def _sym(weights: np.ndarray) -> int:
     return 0
 
 
-def _plane_dispatch(
+def _plane_cols(n1: int) -> int:
+    cols = PLANE_COLS
+    while cols > 4 and cols // 2 >= n1:
+        cols //= 2
+    return cols
+
+
+def _plane_dispatches(
     shape: tuple[int, ...], first: Line, second: Line, wide: bool = False
+) -> list[_Dispatch]:
+    """:func:`_plane_dispatch` as two dispatches over the same buffers where a plane has strips
+    whose window lies inside the line (:data:`PLANE_SPLIT`): those strips without any border
+    code (on lavapipe the border code runs, masked, for every line of every strip: 20-30 % of
+    the pass), then the others. A small array (whose fallback is the two line passes) keeps one
+    dispatch."""
+    n1 = shape[-1]
+    line_b = first if first.axis == len(shape) - 1 else second
+    cols = _plane_cols(n1)
+    strips = -(-n1 // cols)
+    lo = -(-line_b.centre // cols)
+    hi = min(strips, (n1 - (cols + line_b.weights.size - 1) + line_b.centre) // cols + 1)
+    if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
+        return [_plane_dispatch(shape, first, second, wide)]
+    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi)
+    if lo + strips - hi == 0:
+        return [inner]
+    border = _plane_dispatch(shape, first, second, wide, "border", lo, hi)
+    return [dataclasses.replace(inner, swap=False), border]
+
+
+def _plane_dispatch(
+    shape: tuple[int, ...],
+    first: Line,
+    second: Line,
+    wide: bool = False,
+    edge: str = "all",
+    lo: int = 0,
+    hi: int = 0,
 ) -> _Dispatch:
     """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
     -2) as one dispatch (nd_plane.wgsl); the same arithmetic as their two line passes. A small
     array's fallback is those two passes. ``wide``: 32-byte accesses (:data:`WIDE_IO`; the
-    device must have :data:`WIDE_FEATURE`), taken where the lines allow it."""
+    device must have :data:`WIDE_FEATURE`), taken where the lines allow it. ``edge``: every
+    strip ("all"), the strips ``lo`` to ``hi - 1`` ("interior") or the others ("border")."""
     n0, n1 = shape[-2], shape[-1]
     rev = first.axis == len(shape) - 1
     line_a, line_b = (second, first) if rev else (first, second)  # along axis -2, axis -1
     planes = math.prod(shape[:-2])
-    cols = PLANE_COLS
-    while cols > 4 and cols // 2 >= n1:
-        cols //= 2
+    cols = _plane_cols(n1)
     rows = PLANE_ROWS
     strips = -(-n1 // cols)
+    count = {"all": strips, "interior": hi - lo, "border": lo + strips - hi}[edge]
     bands = -(-n0 // rows)
-    invocations = planes * bands * strips
+    invocations = planes * bands * count
     gx, _ = _groups(invocations)
     wa, wb = line_a.weights, line_b.weights
     ta, tb = int(wa.size), int(wb.size)
@@ -444,11 +486,13 @@ def _plane_dispatch(
     wide = wide and n1 % 8 == 0 and cols % 8 == 0
     header = (planes, n0, n1, strips, bands, rows, ca, cb, gx, invocations,
               _f32(line_a.constant), _f32(line_b.constant))  # fmt: skip
-    uniforms = struct.pack("<IIIIIIiiIIff", *header) + per_tap.tobytes()
+    uniforms = struct.pack("<IIIIIIiiIIffIIII", *header, lo, hi, count, 0) + per_tap.tobytes()
     template: dict[str, Any] = {
         "ta": ta, "tb": tb, "cols": cols, "s0": -cb % 4, "syma": _sym(wa), "symb": _sym(wb),
         "neara": _line_near(ca, ta, n0), "nearb": _line_near(cb, tb, n1), "wg": _WG, "rev": rev,
     }  # fmt: skip
+    if edge != "all":
+        template["edge"] = edge
     if wide:  # the window's place in chunks of 8
         template.update(wide=True, s0=-cb % 8)
     modes = (
@@ -793,7 +837,8 @@ class NdPasses:
                 compute.set_bind_group(0, group)
                 gx, gy = _groups(d.invocations)
                 compute.dispatch_workgroups(gx, gy, 1)
-                src, dst = dst, src
+                if d.swap:
+                    src, dst = dst, src
             if compute is not None:
                 compute.end()
             readback = src if bufs.mapped else bufs.readback
@@ -1278,7 +1323,7 @@ def _chain_gpu(
             ln = lines[i]
             fuse = not df and i + 1 < len(lines) and (x.size >= _small() or _bake())
             if fuse and _fusable(x.shape, ln, lines[i + 1]):
-                dispatches.append(_plane_dispatch(x.shape, ln, lines[i + 1], wide))
+                dispatches.extend(_plane_dispatches(x.shape, ln, lines[i + 1], wide))
                 i += 2
                 continue
             dispatches.append(_line_of(ln, _shape3(x.shape, ln.axis), precision, two_prod,

@@ -664,6 +664,8 @@ def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a:
         cases += 1
     templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_plane"]
     assert {t["rev"] for t in templates} == {True, False} and cases == 35
+    # Planes with strips inside the line ran them as a dispatch of their own (PLANE_SPLIT).
+    assert {t.get("edge", "all") for t in templates} == {"all", "interior", "border"}
 
 
 def test_fused_pair_in_a_longer_chain_and_small_arrays(gpu) -> None:
