@@ -24,6 +24,10 @@
 // no compiler folds 0 * x away). Every load goes through the border mapping (one compare in
 // the interior; an interior copy of the code would run both paths on SIMD lanes).
 //
+// `edge` (chunked): "interior" takes only the blocks whose window lies inside the line, with
+// no border code (lavapipe runs a branch's both sides, masked: the border loads cost ~20 % of
+// the pass where no lane needs them), "border" the others, "all" every block.
+//
 // `near` (the window reaches less than the axis's length on either side) maps offsets with
 // nd_border_index_near, without division.
 //
@@ -46,6 +50,7 @@
 
 {% set df = precision == "df64" %}
 {% set chunked = chunked | default(false) %}
+{% set edge = edge | default("all") %}
 {% set near = near | default(false) %}
 {% set sym = sym | default(0) %}
 {% set roll = roll | default(false) %}
@@ -128,7 +133,10 @@ struct LineParams {
     total_v: u32,     // invocations that have work: outer * blocks * inner_v
     constant: vec2<f32>,  // the value outside the array for mode 1 (hi, lo; f32 uses hi)
     taps: u32,        // `roll`: the weights' count (the unrolled code has it as a constant)
-    _pad: u32,
+    sel_lo: u32,      // `edge` (chunked): the interior blocks are sel_lo .. sel_hi - 1
+    sel_hi: u32,
+    sel_count: u32,   // chunked: the blocks this dispatch takes a line
+    _pad: vec2<u32>,
     // Per tap: f32: (w, -, -, -); df64: (hi, lo, hi's top 12 bits, hi's rest) (Dekker's split
     // of the weight, made once on the host).
     w: array<vec4<f32>, {$ roll_taps if roll else taps $}>,
@@ -180,8 +188,15 @@ fn main(
     }
 {% if chunked %}
     let jv = 0u;
-    let b = g % params.blocks;
-    let row = (g / params.blocks) * params.n;
+    let k = g % params.sel_count;
+{% if edge == "interior" %}
+    let b = params.sel_lo + k;
+{% elif edge == "border" %}
+    let b = select(params.sel_hi + (k - params.sel_lo), k, k < params.sel_lo);
+{% else %}
+    let b = k;
+{% endif %}
+    let row = (g / params.sel_count) * params.n;
 {% elif groups > 1 %}
     let lanes_v = params.inner_v / {$ groups $}u;
     let jv = (g % lanes_v) * {$ groups $}u;
@@ -202,7 +217,7 @@ fn main(
 {% for i in range(block + taps - 1) %}
     var m{$ i $}: f32;
 {% endfor %}
-    if (start >= 0 && start + {$ block + taps - 1 $} <= n) {
+    if ({% if edge == "interior" %}true{% else %}start >= 0 && start + {$ block + taps - 1 $} <= n{% endif %}) {
         let c = (row + u32(start - {$ s0 $})) / 4u;
 {% for q in range(chunks) %}
         let c{$ q $} = src[c + {$ q $}u];
@@ -210,11 +225,11 @@ fn main(
 {% for i in range(block + taps - 1) %}
         m{$ i $} = c{$ (s0 + i) // 4 $}[{$ (s0 + i) % 4 $}];
 {% endfor %}
-    } else {
+    }{% if edge != "interior" %} else {
 {% for i in range(block + taps - 1) %}
         m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
 {% endfor %}
-    }
+    }{% endif %}
 {% for q in range(block // 4) %}
     if (first + {$ 4 * q $} < n) {
         dst[(row + u32(first)) / 4u + {$ q $}u] = vec4<f32>(

@@ -289,8 +289,13 @@ def _line_dispatch(
     constant: tuple[float, float],
     precision: str,
     two_prod: str,
+    edge: str = "all",
+    lo: int = 0,
+    hi: int = 0,
 ) -> _Dispatch:
-    """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled)."""
+    """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled).
+    ``edge`` (chunked passes along the last axis): every block ("all"), the blocks ``lo`` to
+    ``hi - 1`` ("interior") or the others ("border")."""
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
@@ -326,8 +331,12 @@ def _line_dispatch(
     else:
         with np.errstate(over="ignore"):
             per_tap[:, 0] = weights.astype(np.float32)
-    header = (outer, n, inner_v, blocks, centre, gx, 1.0, invocations, *constant, taps, 0)
-    uniforms = struct.pack("<IIIIiIfIffII", *header) + per_tap.tobytes()
+    count = {"all": blocks, "interior": hi - lo, "border": lo + blocks - hi}[edge]
+    if edge != "all":
+        invocations = outer * count * inner_v // groups
+        gx, _ = _groups(invocations)
+    header = (outer, n, inner_v, blocks, centre, gx, 1.0, invocations, *constant, taps, lo, hi)
+    uniforms = struct.pack("<IIIIiIfIffIIIIII", *header, count, 0, 0) + per_tap.tobytes()
     template: dict[str, Any] = {
         "precision": precision, "taps": taps, "block": block, "vec": vec, "wg": _WG,
     }  # fmt: skip
@@ -345,6 +354,8 @@ def _line_dispatch(
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
+        if edge != "all":
+            template["edge"] = edge
     fallback = (
         functools.partial(
             _line_loop_dispatch, shape3, weights, centre, mode, constant, precision, two_prod
@@ -1326,8 +1337,8 @@ def _chain_gpu(
                 dispatches.extend(_plane_dispatches(x.shape, ln, lines[i + 1], wide))
                 i += 2
                 continue
-            dispatches.append(_line_of(ln, _shape3(x.shape, ln.axis), precision, two_prod,
-                                       exp_in, w_exps[i]))  # fmt: skip
+            dispatches.extend(_line_dispatches(ln, _shape3(x.shape, ln.axis), precision,
+                                               two_prod, exp_in, w_exps[i]))  # fmt: skip
             exp_in += w_exps[i]
             i += 1
         if df:
@@ -1352,7 +1363,15 @@ def _slab_elements(engine: NdPasses, elem: int) -> int:
 
 
 def _line_of(
-    ln: Line, shape3: tuple[int, int, int], precision: str, two_prod: str, exp_in: int, w_exp: int
+    ln: Line,
+    shape3: tuple[int, int, int],
+    precision: str,
+    two_prod: str,
+    exp_in: int,
+    w_exp: int,
+    edge: str = "all",
+    lo: int = 0,
+    hi: int = 0,
 ) -> _Dispatch:
     if precision == "df64":
         weights = np.ldexp(ln.weights, -w_exp)
@@ -1361,8 +1380,32 @@ def _line_of(
         weights = ln.weights
         constant = (_f32(ln.constant), 0.0)
     return _line_dispatch(
-        shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod
-    )
+        shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod, edge,
+        lo, hi,
+    )  # fmt: skip
+
+
+def _line_dispatches(
+    ln: Line, shape3: tuple[int, int, int], precision: str, two_prod: str, exp_in: int, w_exp: int
+) -> list[_Dispatch]:
+    """:func:`_line_of`; a chunked pass along the last axis as two dispatches over the same
+    buffers where its lines have blocks whose window lies inside (:data:`PLANE_SPLIT`): those
+    blocks without border code, then the others (as :func:`_plane_dispatches`)."""
+    d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp)
+    t = dict(d.template)
+    if not PLANE_SPLIT or not t.get("chunked") or d.fallback is not None:
+        return [d]
+    n, block, taps = shape3[1], t["block"], t["taps"]
+    blocks = -(-n // block)
+    lo = -(-ln.centre // block)
+    hi = min(blocks, (n - block - taps + 1 + ln.centre) // block + 1)
+    if lo >= hi:
+        return [d]
+    inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi)
+    if lo + blocks - hi == 0:
+        return [inner]
+    border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi)
+    return [dataclasses.replace(inner, swap=False), border]
 
 
 def _line_in_slabs(

@@ -766,3 +766,36 @@ def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
     templates = [dict(key[1]) for key in wide._pipelines if key[0] == "nd_plane"]
     assert {t.get("wide", False) for t in templates} == {True, False}
     assert not any(dict(key[1]).get("wide") for key in narrow._pipelines if key[0] == "nd_plane")
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_last_axis_passes_split_at_the_borders(engine, monkeypatch, mode: str) -> None:
+    """A chunked f32 pass along the last axis runs its interior blocks as a dispatch without
+    border code and the others after it (ndpass.PLANE_SPLIT): the same values bit for bit as
+    one dispatch, every origin, folded and plain weights, NaN and Inf, in a chain too."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(41 + len(mode))
+    for shape in [(3, 200), (2, 5, 96), (1000,), (7, 68)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        for size in (3, 9, 16, 17):
+            w = rng.normal(size=size)
+            w = w - w[::-1] if size == 9 else w
+            for origin in _origins(size):
+                lines = [Line(len(shape) - 1, w, border, origin, cval=CVAL)]
+                if len(shape) > 1:  # after a pass along axis 0 (not fused: 17 taps)
+                    lines.insert(0, Line(0, rng.normal(size=17), border, 0, cval=CVAL))
+                monkeypatch.setattr(ndpass, "PLANE_SPLIT", True)
+                got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+                monkeypatch.setattr(ndpass, "PLANE_SPLIT", False)
+                one = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+                np.testing.assert_array_equal(got, one)
+                want = ndi.correlate1d(
+                    x.astype(np.float64), w, axis=-1, mode=scipy_mode, cval=CVAL, origin=origin
+                ) if len(shape) == 1 else None  # fmt: skip
+                if want is not None:
+                    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    edges = {dict(key[1]).get("edge") for key in engine._pipelines if key[0] == "nd_line"}
+    assert {"interior", "border"} <= edges
