@@ -43,6 +43,7 @@ import logging
 import os
 import pickle
 import re
+import stat
 import sys
 import textwrap
 import threading
@@ -177,12 +178,23 @@ def _is_fresh(parser: Any) -> bool:
     )
 
 
+#: A cache file larger than this is not read (the wgpu header's is 160 kB).
+CACHE_MAX_BYTES = 64 << 20
+
+
 def _load(path: Path, key: str) -> dict[str, Any] | None:
     try:
-        with open(path, "rb") as f:
-            stored = pickle.load(f)
-    except FileNotFoundError:
+        # Non-blocking, and only a regular file of a sane size: a FIFO or a device put where
+        # the file goes must not hang or flood the start-up.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
         return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > CACHE_MAX_BYTES:
+                return None
+            stored = pickle.load(f)
     except Exception as err:  # a torn or foreign file: parsed over and replaced
         _log.debug("cffi parse cache %s unreadable (%s)", path, err)
         return None

@@ -278,3 +278,26 @@ def test_an_unwritable_cache_still_parses(cache, monkeypatch) -> None:
     ffi = cffi.FFI()
     ffi.cdef(_big_cdef())
     assert ffi.sizeof("S7") > 0
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "huge"])
+def test_a_special_file_where_the_cache_file_goes_is_not_read(cache, monkeypatch, kind) -> None:
+    """A FIFO must not hang the start-up, a folder or a huge file must not be read: parsed."""
+    source = _big_cdef()
+    key = cffi_speedup.cache_key(source, {"override": False, "packed": False, "pack": None,
+                                          "dllexport": False})  # fmt: skip
+    path = cache / f"{key[:32]}.pickle"
+    cache.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        monkeypatch.setattr(cffi_speedup, "CACHE_MAX_BYTES", 10)
+        cffi.FFI().cdef(source)  # writes a real file, larger than the limit now
+    parses = _parses(monkeypatch)
+    ffi = cffi.FFI()
+    ffi.cdef(source)
+    assert parses == [1] and ffi.sizeof("S3") > 0
+    if kind != "huge":
+        assert not path.is_file()  # a special file is never replaced
