@@ -414,10 +414,21 @@ def test_run_gui_opens_the_sample(qtbot, monkeypatch) -> None:
 
 
 @pytest.mark.gpu
-def test_live_preview_uploads_the_image_once_per_image(qtbot, gpu, window, small_image) -> None:
+def test_live_preview_uploads_the_image_once_per_image(
+    qtbot, gpu, window, small_image, monkeypatch
+) -> None:
     """Changing the kernel or border reruns the GPU passes on the image the GPU already holds;
-    opening another image uploads that one."""
+    opening another image uploads that one.
+
+    At the default rates: the window's rates are the process's, and a slow GPU rate learned by
+    earlier tests tiles even this 40x56 image, a new upload per tile (6 more here with a GPU
+    rate of 1e5, as in one CI run); that is the rates' job, tested in test_live_schedule."""
     from blurapp.gpu.engine import get_filter
+    from blurapp.live import plan
+    from blurapp.ui import jobs
+
+    monkeypatch.setattr(plan, "engine_rate", lambda kind: None)
+    monkeypatch.setattr(jobs, "RATES", plan.Rates(dict(plan.DEFAULT_RATES)))
 
     f = get_filter()
     window.strategy_combo.setCurrentText("separable")
