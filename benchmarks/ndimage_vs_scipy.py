@@ -94,8 +94,8 @@ def main() -> None:
     parser.add_argument(
         "--ask-feature", action="append", default=[], metavar="NAME",
         help="also ask the device for this wgpu feature where the adapter has it (an experiment: "
-        "'shader-int64' turns on ndpass's 32-byte accesses, which blurapp.gpu.device does not "
-        "ask for yet)",
+        "'shader-int64' turns on ndpass's 32-byte accesses on an adapter where blurapp.gpu.device "
+        "does not ask for it: it does on software adapters)",
     )  # fmt: skip
     args = parser.parse_args()
     if args.ask_feature:

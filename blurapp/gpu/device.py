@@ -47,6 +47,12 @@ _WANTED_FEATURES = ("timestamp-query", "shader-f16")
 # the host's (software and integrated adapters): blurapp.gpu.ndpass then uploads into and reads
 # back from its storage buffers without staging copies. On a discrete GPU it would be slow.
 _UNIFIED_MEMORY_FEATURE = "mappable-primary-buffers"
+# 64-bit integers in shaders, asked for only on software adapters (lavapipe has it):
+# blurapp.gpu.ndpass then moves 32 bytes an access (vec4<u64>, bit patterns only) in its fused
+# passes, where lavapipe's per-lane loop over each storage access costs per access, not per byte.
+# Measured there (docs/PERFORMANCE.md, ninth session): 1080p uniform_filter 11.2 -> 9.6 ms, sobel
+# 9.2 -> 7.3, 4K gaussian sigma=1 48.6 -> 38.5; equal bit for bit. Not measured on a hardware GPU.
+_SOFTWARE_FEATURES = ("shader-int64",)
 
 
 @dataclass
@@ -169,6 +175,8 @@ def _create_context() -> GpuContext:
     features = [f for f in _WANTED_FEATURES if f in adapter.features]
     if info["type"] in ("cpu", "integrated") and _UNIFIED_MEMORY_FEATURE in adapter.features:
         features.append(_UNIFIED_MEMORY_FEATURE)
+    if info["type"] == "cpu":
+        features += [f for f in _SOFTWARE_FEATURES if f in adapter.features and f not in features]
     try:
         device = adapter.request_device_sync(
             label="blurapp", required_features=features, required_limits=limits

@@ -392,8 +392,8 @@ PLANE_ROWS = 32
 #: arithmetic is unchanged (equal bit for bit). 1080x1920, two box passes fused, CPU ms of
 #: the pass (lavapipe's threads included), 16-byte / 32-byte accesses interleaved in one
 #: process at load 0.5-1.8: 1 tap 9.8 / 6.8, 5 taps 12.0 / 9.3, 9 taps 16.3 / 14.8 (medians
-#: of 9). blurapp.gpu.device does not ask for the feature yet: where the device lacks it,
-#: the 16-byte path runs.
+#: of 9). blurapp.gpu.device asks for the feature on software adapters (measured there; not on
+#: a hardware GPU): where the device lacks it, the 16-byte path runs.
 WIDE_FEATURE = "shader-int64"
 WIDE_IO = True
 #: Fused pairs run their interior strips (windows inside the line) as a dispatch of their own,

@@ -727,18 +727,24 @@ def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
     """On a device with "shader-int64" (ndpass.WIDE_FEATURE) a fused pair whose lines hold a
     multiple of 8 elements loads and stores 8 floats at a time (nd_plane.wgsl's `wide`): the
     same values bit for bit as the 16-byte accesses, on every border pair, both orders, both
-    strip widths, origins, NaN and Inf; lines of 4 (mod 8) elements keep the 16-byte path."""
+    strip widths, origins, NaN and Inf; lines of 4 (mod 8) elements keep the 16-byte path.
+    blurapp.gpu.device asks for the feature on software adapters that have it; elsewhere a
+    device is made here with it."""
     import dataclasses
 
     if ndpass.WIDE_FEATURE not in gpu.adapter.features:
         pytest.skip(f"the adapter has no {ndpass.WIDE_FEATURE}")
-    limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
-                                                  "max-buffer-size")}  # fmt: skip
-    device = gpu.adapter.request_device_sync(
-        required_features=[*gpu.device.features, ndpass.WIDE_FEATURE], required_limits=limits
-    )
-    wide_ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
-    wide, narrow = NdPasses(wide_ctx), NdPasses(gpu)
+    if gpu.is_software:
+        assert ndpass.WIDE_FEATURE in gpu.device.features  # device.py asked for it
+        wide_ctx = gpu
+    else:
+        limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
+                                                      "max-buffer-size")}  # fmt: skip
+        device = gpu.adapter.request_device_sync(
+            required_features=[*gpu.device.features, ndpass.WIDE_FEATURE], required_limits=limits
+        )
+        wide_ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+    wide, narrow = NdPasses(wide_ctx), NdPasses(wide_ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused shaders on these small arrays
     rng = np.random.default_rng(23)
     shapes = [(5, 8), (3, 16), (37, 24), (70, 48), (2, 9, 40), (19, 12), (4, 64)]
@@ -760,7 +766,9 @@ def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
         if k % 3 == 1:
             lines.reverse()
         monkeypatch.setattr(ndpass, "PLANE_COLS", (16, 8)[k % 2])
+        monkeypatch.setattr(ndpass, "WIDE_IO", True)
         got = correlate1d_chain(x, lines, precision="f32", passes_engine=wide)
+        monkeypatch.setattr(ndpass, "WIDE_IO", False)  # the 16-byte path on the same device
         want = correlate1d_chain(x, lines, precision="f32", passes_engine=narrow)
         np.testing.assert_array_equal(got, want)
     templates = [dict(key[1]) for key in wide._pipelines if key[0] == "nd_plane"]
