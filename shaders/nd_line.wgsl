@@ -43,7 +43,12 @@
 // lines at once instead of 2, and across planes (an axis-0 pass of a 3-D array strides
 // 256 KiB a row at 256^3) their misses overlap.
 //
-// Template parameters: `roll`, `groups`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
+// `wide` (with `groups`, an even number; a device with "shader-int64"): the buffers are bound
+// as array<vec4<u64>> and each load or store moves two neighbouring vec4 columns (8 floats, bit
+// patterns split and packed with bitcasts: the values and sums are untouched), as
+// nd_plane.wgsl's `wide`: lavapipe's per-lane loop costs per access, not per byte.
+//
+// Template parameters: `roll`, `groups`, `wide`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
@@ -55,6 +60,35 @@
 {% set sym = sym | default(0) %}
 {% set roll = roll | default(false) %}
 {% set groups = groups | default(1) %}
+{% set wide = wide | default(false) %}
+// The `groups` vec4 columns of element `s` (a mapped offset along the axis) as m{name}_{c}:
+// one load each, or with `wide` one load of a pair of them.
+{% macro gload(name, s, decl) %}
+{% if wide %}
+{% for c in range(groups // 2) %}
+    let p{$ name $}_{$ c $} = load_pair(row, {$ s $}, jv + {$ 2 * c $}u);
+    {$ decl $} m{$ name $}_{$ 2 * c $} = p{$ name $}_{$ c $}.a;
+    {$ decl $} m{$ name $}_{$ 2 * c + 1 $} = p{$ name $}_{$ c $}.b;
+{% endfor %}
+{% else %}
+{% for c in range(groups) %}
+    {$ decl $} m{$ name $}_{$ c $} = load_at(row, {$ s $}, jv + {$ c $}u);
+{% endfor %}
+{% endif %}
+{% endmacro %}
+// Output `o`'s `groups` vec4 columns, value(c) each: one store each, or with `wide` a pair.
+{% macro gstore(o, vals) %}
+{% if wide %}
+{% for c in range(groups // 2) %}
+        put_pair(((row + u32(first + {$ o $})) * params.inner_v + jv + {$ 2 * c $}u) / 2u,
+            {$ vals[2 * c] $}, {$ vals[2 * c + 1] $});
+{% endfor %}
+{% else %}
+{% for c in range(groups) %}
+        dst[(row + u32(first + {$ o $})) * params.inner_v + jv + {$ c $}u] = {$ vals[c] $};
+{% endfor %}
+{% endif %}
+{% endmacro %}
 // The f32 sum of output `o`'s taps; with `sym` (1: w[k] == w[taps-1-k], -1: w[k] ==
 // -w[taps-1-k]) the pairs of equal weights are folded, w * (a + b) or w * (a - b), as
 // scipy.ndimage.correlate1d does: one multiply for two taps (NaN and Inf come out the same).
@@ -142,8 +176,39 @@ struct LineParams {
     w: array<vec4<f32>, {$ roll_taps if roll else taps $}>,
 }
 
+{% if wide %}
+@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
+
+struct Pair {
+    a: vec4<f32>,
+    b: vec4<f32>,
+}
+
+fn lo_hi(v: u64) -> vec2<f32> {
+    return vec2<f32>(bitcast<f32>(u32(v)), bitcast<f32>(u32(v >> 32u)));
+}
+
+fn packed(x: f32, y: f32) -> u64 {
+    return u64(bitcast<u32>(x)) | (u64(bitcast<u32>(y)) << 32u);
+}
+
+fn put_pair(i: u32, a: vec4<f32>, b: vec4<f32>) {
+    dst[i] = vec4<u64>(packed(a.x, a.y), packed(a.z, a.w), packed(b.x, b.y), packed(b.z, b.w));
+}
+
+// vec4 columns jv and jv + 1 (jv even) of row s of the line starting at row `row`.
+fn load_pair(row: u32, s: i32, jv: u32) -> Pair {
+    if (BORDER_MODE == 1 && s < 0) {
+        return Pair(vec4<f32>(params.constant.x), vec4<f32>(params.constant.x));
+    }
+    let v = src[((row + u32(s)) * params.inner_v + jv) / 2u];
+    return Pair(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
+}
+{% else %}
 @group(0) @binding(0) var<storage, read> src: array<{$ mem $}>;
 @group(0) @binding(1) var<storage, read_write> dst: array<{$ mem $}>;
+{% endif %}
 @group(0) @binding(3) var<uniform> params: LineParams;
 
 override BORDER_MODE: i32 = 0;
@@ -162,7 +227,7 @@ fn load_at(row: u32, s: i32, jv: u32) -> f32 {
     let e = row + u32(s);
     return src[e / 4u][e % 4u];
 }
-{% else %}
+{% elif not wide %}
 fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
     if (BORDER_MODE == 1 && s < 0) {
 {% if df and vec == 2 %}
@@ -246,9 +311,7 @@ fn main(
     let interior = start >= 0 && start + {$ block - 1 $} + taps <= n;
 {% for o in range(block - 1) %}
     let s{$ o $} = select({$ map $}(start + {$ o $}, n, BORDER_MODE), start + {$ o $}, interior);
-{% for c in range(groups) %}
-    var m{$ o $}_{$ c $} = load_at(row, s{$ o $}, jv + {$ c $}u);
-{% endfor %}
+{$ gload(o, "s" ~ o, "var") $}
 {% endfor %}
 {% for o in range(block) %}
 {% for c in range(groups) %}
@@ -259,8 +322,8 @@ fn main(
         let i = start + {$ block - 1 $} + k;
         let si = select({$ map $}(i, n, BORDER_MODE), i, interior);
         let wk = params.w[k];
+{$ gload("n", "si", "let") $}
 {% for c in range(groups) %}
-        let mn_{$ c $} = load_at(row, si, jv + {$ c $}u);
 {% for o in range(block) %}
         acc{$ o $}_{$ c $} += wk.x * {$ ("m" ~ o ~ "_" ~ c) if o < block - 1 else ("mn_" ~ c) $};
 {% endfor %}
@@ -271,9 +334,8 @@ fn main(
     }
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-{% for c in range(groups) %}
-        dst[(row + u32(first + {$ o $})) * params.inner_v + jv + {$ c $}u] = acc{$ o $}_{$ c $};
-{% endfor %}
+{% set vals = [] %}{% for c in range(groups) %}{% set _ = vals.append("acc" ~ o ~ "_" ~ c) %}{% endfor %}
+{$ gstore(o, vals) $}
     }
 {% endfor %}
 {% elif roll %}
@@ -335,16 +397,12 @@ fn main(
     // `groups` neighbouring vec4 columns an invocation (as the rolled passes' `groups`).
 {% for i in range(block + taps - 1) %}
     let s{$ i $} = {$ map $}(start + {$ i $}, n, BORDER_MODE);
-{% for c in range(groups) %}
-    let m{$ i $}_{$ c $} = load_at(row, s{$ i $}, jv + {$ c $}u);
-{% endfor %}
+{$ gload(i, "s" ~ i, "let") $}
 {% endfor %}
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-{% for c in range(groups) %}
-        dst[(row + u32(first + {$ o $})) * params.inner_v + jv + {$ c $}u] =
-            {$ f32_sum(o, "_" ~ c) $};
-{% endfor %}
+{% set vals = [] %}{% for c in range(groups) %}{% set _ = vals.append(f32_sum(o, "_" ~ c)) %}{% endfor %}
+{$ gstore(o, vals) $}
     }
 {% endfor %}
 {% else %}

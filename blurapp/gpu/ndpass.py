@@ -237,6 +237,12 @@ MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
 #: column in blocks of 8), ms a pass: 256^3 sigma=2 (17 taps) axis 0 178 -> 126, axis 1
 #: 237 -> 115, sigma=1 axis 0 96 -> 84; 1080x1920 axis 0 sigma=1 7.4 -> 6.7, sigma=2 10.8 ->
 #: 9.2 (4 columns in blocks of 2 or 4, 2 in blocks of 4, 8 or 16: slower or between).
+#: Where the vec4 columns are even but not a multiple of 4 (1000-wide images), 2 an
+#: invocation. On a device with WIDE_FEATURE, a group's loads and stores move two vec4
+#: columns each (nd_line.wgsl's `wide`, as the fused pairs'); whole gaussian_filter calls,
+#: 16-byte against 32-byte accesses interleaved in one process (quiet, medians of 9), ms:
+#: 1080p sigma=2 22.8 -> 19.9, sigma=8 49.0 -> 42.5; 4K sigma=2 78.5 -> 64.9, sigma=4 119.8
+#: -> 111.1. 1000x1000 sigma=2, one column against 2 an invocation: 15.5 -> 13.3 (16 bytes).
 ROLL_GROUPS = 4
 ROLL_GROUP_BLOCK = 16
 UNROLLED_GROUPS = 4
@@ -292,10 +298,12 @@ def _line_dispatch(
     edge: str = "all",
     lo: int = 0,
     hi: int = 0,
+    wide: bool = False,
 ) -> _Dispatch:
     """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled).
     ``edge`` (chunked passes along the last axis): every block ("all"), the blocks ``lo`` to
-    ``hi - 1`` ("interior") or the others ("border")."""
+    ``hi - 1`` ("interior") or the others ("border"). ``wide``: 32-byte accesses where the pass
+    takes column groups (:data:`WIDE_IO`; the device must have :data:`WIDE_FEATURE`)."""
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
@@ -315,7 +323,10 @@ def _line_dispatch(
     groups, group_block = (
         (ROLL_GROUPS, ROLL_GROUP_BLOCK) if roll else (UNROLLED_GROUPS, UNROLLED_GROUP_BLOCK)
     )
-    groups = groups if not df and vec > 1 and inner_v % groups == 0 else 1
+    if df or vec == 1:
+        groups = 1
+    elif inner_v % groups:  # half as many where the columns allow it (1000-wide images)
+        groups = 2 if groups >= 2 and inner_v % 2 == 0 else 1
     if groups > 1:
         block = group_block
         while block > 1 and block // 2 >= n:
@@ -344,6 +355,8 @@ def _line_dispatch(
         template.update(roll=True, roll_taps=ROLL_TAPS, taps=0)
     if groups > 1:
         template["groups"] = groups
+        if wide and groups % 2 == 0:  # inner_v is then even, and each group's first column
+            template["wide"] = True
     if df:
         template["two_prod"] = two_prod
     if _line_near(centre, taps, n):  # one reflection at most
@@ -1338,7 +1351,7 @@ def _chain_gpu(
                 i += 2
                 continue
             dispatches.extend(_line_dispatches(ln, _shape3(x.shape, ln.axis), precision,
-                                               two_prod, exp_in, w_exps[i]))  # fmt: skip
+                                               two_prod, exp_in, w_exps[i], wide))  # fmt: skip
             exp_in += w_exps[i]
             i += 1
         if df:
@@ -1372,6 +1385,7 @@ def _line_of(
     edge: str = "all",
     lo: int = 0,
     hi: int = 0,
+    wide: bool = False,
 ) -> _Dispatch:
     if precision == "df64":
         weights = np.ldexp(ln.weights, -w_exp)
@@ -1381,17 +1395,23 @@ def _line_of(
         constant = (_f32(ln.constant), 0.0)
     return _line_dispatch(
         shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod, edge,
-        lo, hi,
+        lo, hi, wide,
     )  # fmt: skip
 
 
 def _line_dispatches(
-    ln: Line, shape3: tuple[int, int, int], precision: str, two_prod: str, exp_in: int, w_exp: int
+    ln: Line,
+    shape3: tuple[int, int, int],
+    precision: str,
+    two_prod: str,
+    exp_in: int,
+    w_exp: int,
+    wide: bool = False,
 ) -> list[_Dispatch]:
     """:func:`_line_of`; a chunked pass along the last axis as two dispatches over the same
     buffers where its lines have blocks whose window lies inside (:data:`PLANE_SPLIT`): those
     blocks without border code, then the others (as :func:`_plane_dispatches`)."""
-    d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp)
+    d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, wide=wide)
     t = dict(d.template)
     if not PLANE_SPLIT or not t.get("chunked") or d.fallback is not None:
         return [d]

@@ -180,9 +180,10 @@ def test_rolled_line_passes(engine, df64_ok, monkeypatch, precision: str, mode: 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) -> None:
     """f32 passes across a non-contiguous axis whose vec4 columns come in multiples of
-    ndpass.ROLL_GROUPS (rolled) or UNROLLED_GROUPS take that many an invocation
-    (nd_line.wgsl's `groups`): the same values bit for bit as one column an invocation, every
-    origin, plain and folded weights, NaN and Inf, blocks past the axis."""
+    ndpass.ROLL_GROUPS (rolled) or UNROLLED_GROUPS take that many an invocation, 2 where the
+    columns are only even (nd_line.wgsl's `groups`), with 32-byte accesses on a device with
+    ndpass.WIDE_FEATURE (`wide`, ndpass.WIDE_IO): the same values bit for bit as one column an
+    invocation, every origin, plain and folded weights, NaN and Inf, blocks past the axis."""
     rolled = family == "rolled"
     if rolled:
         monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
@@ -191,16 +192,20 @@ def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) ->
     rng = np.random.default_rng(31 + len(mode) + rolled)
     name = "ROLL_GROUPS" if rolled else "UNROLLED_GROUPS"
     groups = getattr(ndpass, name)
-    for shape, axis in [((37, 16), 0), ((3, 20, 32), 1), ((5, 2, 64), 0), ((70, 48), 0)]:
+    has_wide = ndpass.WIDE_FEATURE in engine.context.device.features
+    cases = [((37, 16), 0), ((3, 20, 32), 1), ((5, 2, 64), 0), ((70, 48), 0), ((29, 8), 0),
+             ((4, 11, 24), 1)]  # fmt: skip
+    for k, (shape, axis) in enumerate(cases):
         x = rng.normal(size=shape).astype(np.float32)
         x.flat[rng.integers(x.size)] = np.nan
         x.flat[rng.integers(x.size)] = -np.inf
         for size in (1, 4, 19, 65) if rolled else (1, 4, 9, 17):
             w = rng.normal(size=size)
             w = w + w[::-1] if size % 4 == 1 else w  # the folded sums too
-            for origin in _origins(size):
+            for j, origin in enumerate(_origins(size)):
                 line = Line(axis, w, border, origin, cval=CVAL)
                 monkeypatch.setattr(ndpass, name, groups)
+                monkeypatch.setattr(ndpass, "WIDE_IO", (k + j) % 2 == 0)
                 got = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
                 monkeypatch.setattr(ndpass, name, 1)
                 one = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
@@ -209,10 +214,12 @@ def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) ->
                     x.astype(np.float64), w, axis=axis, mode=scipy_mode, cval=CVAL, origin=origin
                 )
                 np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    assert any(
-        dict(key[1]).get("groups") == groups and dict(key[1]).get("roll", False) == rolled
-        for key in engine._pipelines
-    )
+    templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_line"]
+    for g in (groups, 2):
+        ours = [t for t in templates if t.get("groups") == g and t.get("roll", False) == rolled]
+        assert ours
+        if has_wide:
+            assert {t.get("wide", False) for t in ours} == {True, False}
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
