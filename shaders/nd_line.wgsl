@@ -43,9 +43,11 @@
 // lines at once instead of 2, and across planes (an axis-0 pass of a 3-D array strides
 // 256 KiB a row at 256^3) their misses overlap.
 //
-// `wide` (with `groups`, an even number; a device with "shader-int64"): the buffers are bound
-// as array<vec4<u64>> and each load or store moves two neighbouring vec4 columns (8 floats, bit
-// patterns split and packed with bitcasts: the values and sums are untouched), as
+// `wide` (with `groups`, an even number, or `chunked` with lines and blocks of a multiple of 8
+// elements; a device with "shader-int64"): the buffers are bound as array<vec4<u64>> and each
+// load or store moves two neighbouring vec4 columns, or 8 elements of a line (bit patterns
+// split and packed with bitcasts: the values and sums are untouched; `s0` is then -centre
+// mod 8), as
 // nd_plane.wgsl's `wide`: lavapipe's per-lane loop costs per access, not per byte.
 //
 // Template parameters: `roll`, `groups`, `wide`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
@@ -225,8 +227,20 @@ fn load_at(row: u32, s: i32, jv: u32) -> f32 {
         return params.constant.x;
     }
     let e = row + u32(s);
+{% if wide %}
+    let v = src[e / 8u][(e / 2u) % 4u];
+    return bitcast<f32>(u32(v >> (32u * (e % 2u))));
+{% else %}
     return src[e / 4u][e % 4u];
+{% endif %}
 }
+{% if wide %}
+// Elements 8 i .. 8 i + 7 of the array.
+fn chunk8(i: u32) -> Pair {
+    let v = src[i];
+    return Pair(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
+}
+{% endif %}
 {% elif not wide %}
 fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
     if (BORDER_MODE == 1 && s < 0) {
@@ -278,23 +292,43 @@ fn main(
     let first = i32(b) * {$ block $};
     let start = first - params.centre;
 {% if chunked %}
-{% set chunks = (s0 + block + taps - 1 + 3) // 4 %}
+{% set cw = 8 if wide else 4 %}
+{% set chunks = (s0 + block + taps - 1 + cw - 1) // cw %}
 {% for i in range(block + taps - 1) %}
     var m{$ i $}: f32;
 {% endfor %}
     if ({% if edge == "interior" %}true{% else %}start >= 0 && start + {$ block + taps - 1 $} <= n{% endif %}) {
-        let c = (row + u32(start - {$ s0 $})) / 4u;
+        let c = (row + u32(start - {$ s0 $})) / {$ cw $}u;
 {% for q in range(chunks) %}
-        let c{$ q $} = src[c + {$ q $}u];
+        let c{$ q $} = {% if wide %}chunk8{% else %}src{% endif %}{$ "(" if wide else "[" $}c + {$ q $}u{$ ")" if wide else "]" $};
 {% endfor %}
 {% for i in range(block + taps - 1) %}
+{% if wide %}
+        m{$ i $} = c{$ (s0 + i) // 8 $}.{$ "a" if (s0 + i) % 8 < 4 else "b" $}[{$ (s0 + i) % 4 $}];
+{% else %}
         m{$ i $} = c{$ (s0 + i) // 4 $}[{$ (s0 + i) % 4 $}];
+{% endif %}
 {% endfor %}
     }{% if edge != "interior" %} else {
 {% for i in range(block + taps - 1) %}
         m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
 {% endfor %}
     }{% endif %}
+{% if wide %}
+{% for q in range(block // 8) %}
+    if (first + {$ 8 * q $} < n) {
+        put_pair((row + u32(first)) / 8u + {$ q $}u, vec4<f32>(
+{% for r in range(4) %}
+            {$ f32_sum(8 * q + r) $},
+{% endfor %}
+        ), vec4<f32>(
+{% for r in range(4, 8) %}
+            {$ f32_sum(8 * q + r) $},
+{% endfor %}
+        ));
+    }
+{% endfor %}
+{% else %}
 {% for q in range(block // 4) %}
     if (first + {$ 4 * q $} < n) {
         dst[(row + u32(first)) / 4u + {$ q $}u] = vec4<f32>(
@@ -304,6 +338,7 @@ fn main(
         );
     }
 {% endfor %}
+{% endif %}
 {% elif roll and groups > 1 %}
     // `groups` neighbouring vec4 columns an invocation, each its own rolling window: one load
     // a tap and column, as above, with a SIMD row's lanes `groups` vec4s apart.

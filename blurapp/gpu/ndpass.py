@@ -225,6 +225,16 @@ def _groups(total: int) -> tuple[int, int]:
 #: equal; load 2.5-3), and unrolls up to it (sigma 2: equal on 1 MP and 4K, 605 against 618 ms
 #: at 256^3; 610 against 714-793 ms of CPU in an earlier run).
 MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
+#: f32 passes along the last axis (vec4 chunks of the line, nd_line.wgsl's `chunked`) unroll up
+#: to MAX_CHUNKED_TAPS taps (sigma 4 at truncate 4), not only to MAX_UNROLLED_TAPS: the rolled
+#: pass loads one scalar a tap, the chunked one a chunk for 4 (8 with `wide`) elements of the
+#: window. Whole calls interleaved in one process (quiet, medians of 11), rolled -> chunked, ms:
+#: gaussian_filter sigma=4 1080p 30.1 -> 25.6, 4K 110.3 -> 81.5, 1024^2 14.1 -> 11.0; sigma=3
+#: 1080p 24.3 -> 20.0; gaussian_filter1d sigma=4 axis 1 1080p 18.1 -> 12.9. The price is
+#: compiling: one pipeline per length and border mode where the rolled one serves every
+#: length, 0.2-0.9 s a new one on lavapipe (a fresh process's first sigma=4 call 117 -> 303
+#: ms, then sigma=3 26 -> 241, mode="wrap" 66 -> 958).
+MAX_CHUNKED_TAPS = 33
 #: Rolled f32 passes across a non-contiguous axis take ROLL_GROUPS neighbouring vec4 columns
 #: an invocation (nd_line.wgsl's `groups`: a 64-byte line of each input row a lane instead of
 #: 16 bytes; where the vec4 columns are a multiple of it), in blocks of ROLL_GROUP_BLOCK
@@ -303,11 +313,14 @@ def _line_dispatch(
     """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled).
     ``edge`` (chunked passes along the last axis): every block ("all"), the blocks ``lo`` to
     ``hi - 1`` ("interior") or the others ("border"). ``wide``: 32-byte accesses where the pass
-    takes column groups (:data:`WIDE_IO`; the device must have :data:`WIDE_FEATURE`)."""
+    takes column groups or chunks of lines of a multiple of 8 (:data:`WIDE_IO`; the device must
+    have :data:`WIDE_FEATURE`)."""
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
     roll = taps > MAX_UNROLLED_TAPS[precision]
+    if roll and not df and inner == 1 and n % 4 == 0 and taps <= MAX_CHUNKED_TAPS:
+        roll = False  # along the last axis: vec4 chunks of the line, unrolled (nd_line's chunked)
     if taps > ROLL_TAPS:
         return _line_loop_dispatch(shape3, weights, centre, mode, constant, precision, two_prod)
     small = outer * n * inner < _small()
@@ -367,6 +380,8 @@ def _line_dispatch(
     if chunked:
         template["chunked"] = True
         template["s0"] = -centre % 4
+        if wide and n % 8 == 0 and block % 8 == 0:  # 8 elements an access (nd_line's `wide`)
+            template.update(wide=True, s0=-centre % 8)
         if edge != "all":
             template["edge"] = edge
     fallback = (
@@ -1421,10 +1436,10 @@ def _line_dispatches(
     hi = min(blocks, (n - block - taps + 1 + ln.centre) // block + 1)
     if lo >= hi:
         return [d]
-    inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi)
+    inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi, wide)
     if lo + blocks - hi == 0:
         return [inner]
-    border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi)
+    border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)
     return [dataclasses.replace(inner, swap=False), border]
 
 

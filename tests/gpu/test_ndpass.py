@@ -814,3 +814,47 @@ def test_last_axis_passes_split_at_the_borders(engine, monkeypatch, mode: str) -
                     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     edges = {dict(key[1]).get("edge") for key in engine._pipelines if key[0] == "nd_line"}
     assert {"interior", "border"} <= edges
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_last_axis_chunked_passes_wide_and_long(engine, monkeypatch, mode: str) -> None:
+    """Passes along the last axis read vec4 chunks of the line, unrolled up to
+    ndpass.MAX_CHUNKED_TAPS taps (past the other passes' MAX_UNROLLED_TAPS), and on a device
+    with ndpass.WIDE_FEATURE 8 elements an access where lines and blocks hold a multiple of 8
+    (nd_line.wgsl's chunked `wide`): the same values bit for bit with either width, against
+    scipy.ndimage.correlate1d in float64, every origin's extremes, NaN and Inf, in a chain after
+    a pass along axis 0."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(53 + len(mode))
+    for shape in [(3, 200), (2, 5, 96), (4, 36)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        for size in (16, 25, ndpass.MAX_CHUNKED_TAPS):
+            w = rng.normal(size=size)
+            w = w + w[::-1] if size == 25 else w  # folded sums too
+            origins = _origins(size)
+            for origin in (origins[0], 0, origins[-1]):
+                lines = [Line(len(shape) - 1, w, border, origin, cval=CVAL)]
+                if len(shape) == 3:
+                    lines.insert(0, Line(0, rng.normal(size=3), border, 0, cval=CVAL))
+                monkeypatch.setattr(ndpass, "WIDE_IO", True)
+                got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+                monkeypatch.setattr(ndpass, "WIDE_IO", False)
+                narrow = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+                np.testing.assert_array_equal(got, narrow)
+                want = x.astype(np.float64)
+                for ln in lines:
+                    want = ndi.correlate1d(want, ln.weights, axis=ln.axis, mode=scipy_mode,
+                                           cval=CVAL, origin=ln.origin)  # fmt: skip
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+                ok = np.isfinite(want)
+                scale = np.abs(w).sum() * (3 if len(shape) == 3 else 1) * 4
+                np.testing.assert_allclose(got[ok], want[ok], rtol=0, atol=1e-5 * scale)
+    templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_line"]
+    unrolled = ndpass.MAX_UNROLLED_TAPS["f32"]
+    long = [t for t in templates if t.get("chunked") and t["taps"] > unrolled]
+    assert long and not any(t.get("roll") for t in long)
+    if ndpass.WIDE_FEATURE in engine.context.device.features:
+        assert any(t.get("wide") for t in long)
