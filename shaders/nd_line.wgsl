@@ -47,8 +47,7 @@
 // elements; a device with "shader-int64"): the buffers are bound as array<vec4<u64>> and each
 // load or store moves two neighbouring vec4 columns, or 8 elements of a line (bit patterns
 // split and packed with bitcasts: the values and sums are untouched; `s0` is then -centre
-// mod 8), as
-// nd_plane.wgsl's `wide`: lavapipe's per-lane loop costs per access, not per byte.
+// mod 8), as nd_plane.wgsl's `wide`: lavapipe's per-lane loop costs per access, not per byte.
 //
 // Template parameters: `roll`, `groups`, `wide`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
