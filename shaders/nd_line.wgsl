@@ -81,7 +81,7 @@
 {% macro gstore(o, vals) %}
 {% if wide %}
 {% for c in range(groups // 2) %}
-        put_pair(((row + u32(first + {$ o $})) * params.inner_v + jv + {$ 2 * c $}u) / 2u,
+        put(((row + u32(first + {$ o $})) * params.inner_v + jv + {$ 2 * c $}u) / 2u,
             {$ vals[2 * c] $}, {$ vals[2 * c + 1] $});
 {% endfor %}
 {% else %}
@@ -178,33 +178,14 @@ struct LineParams {
 }
 
 {% if wide %}
-@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
-
-struct Pair {
-    a: vec4<f32>,
-    b: vec4<f32>,
-}
-
-fn lo_hi(v: u64) -> vec2<f32> {
-    return vec2<f32>(bitcast<f32>(u32(v)), bitcast<f32>(u32(v >> 32u)));
-}
-
-fn packed(x: f32, y: f32) -> u64 {
-    return u64(bitcast<u32>(x)) | (u64(bitcast<u32>(y)) << 32u);
-}
-
-fn put_pair(i: u32, a: vec4<f32>, b: vec4<f32>) {
-    dst[i] = vec4<u64>(packed(a.x, a.y), packed(a.z, a.w), packed(b.x, b.y), packed(b.z, b.w));
-}
+{% include "nd_wide.wgsl" %}
 
 // vec4 columns jv and jv + 1 (jv even) of row s of the line starting at row `row`.
-fn load_pair(row: u32, s: i32, jv: u32) -> Pair {
+fn load_pair(row: u32, s: i32, jv: u32) -> Chunk {
     if (BORDER_MODE == 1 && s < 0) {
-        return Pair(vec4<f32>(params.constant.x), vec4<f32>(params.constant.x));
+        return Chunk(vec4<f32>(params.constant.x), vec4<f32>(params.constant.x));
     }
-    let v = src[((row + u32(s)) * params.inner_v + jv) / 2u];
-    return Pair(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
+    return chunk(((row + u32(s)) * params.inner_v + jv) / 2u);
 }
 {% else %}
 @group(0) @binding(0) var<storage, read> src: array<{$ mem $}>;
@@ -227,19 +208,11 @@ fn load_at(row: u32, s: i32, jv: u32) -> f32 {
     }
     let e = row + u32(s);
 {% if wide %}
-    let v = src[e / 8u][(e / 2u) % 4u];
-    return bitcast<f32>(u32(v >> (32u * (e % 2u))));
+    return element(e);
 {% else %}
     return src[e / 4u][e % 4u];
 {% endif %}
 }
-{% if wide %}
-// Elements 8 i .. 8 i + 7 of the array.
-fn chunk8(i: u32) -> Pair {
-    let v = src[i];
-    return Pair(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
-}
-{% endif %}
 {% elif not wide %}
 fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
     if (BORDER_MODE == 1 && s < 0) {
@@ -299,7 +272,11 @@ fn main(
     if ({% if edge == "interior" %}true{% else %}start >= 0 && start + {$ block + taps - 1 $} <= n{% endif %}) {
         let c = (row + u32(start - {$ s0 $})) / {$ cw $}u;
 {% for q in range(chunks) %}
-        let c{$ q $} = {% if wide %}chunk8{% else %}src{% endif %}{$ "(" if wide else "[" $}c + {$ q $}u{$ ")" if wide else "]" $};
+{% if wide %}
+        let c{$ q $} = chunk(c + {$ q $}u);
+{% else %}
+        let c{$ q $} = src[c + {$ q $}u];
+{% endif %}
 {% endfor %}
 {% for i in range(block + taps - 1) %}
 {% if wide %}
@@ -316,7 +293,7 @@ fn main(
 {% if wide %}
 {% for q in range(block // 8) %}
     if (first + {$ 8 * q $} < n) {
-        put_pair((row + u32(first)) / 8u + {$ q $}u, vec4<f32>(
+        put((row + u32(first)) / 8u + {$ q $}u, vec4<f32>(
 {% for r in range(4) %}
             {$ f32_sum(8 * q + r) $},
 {% endfor %}

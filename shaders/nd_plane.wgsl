@@ -70,35 +70,7 @@ struct PlaneParams {
 }
 
 {% if wide %}
-@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
-@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
-
-struct Chunk {
-    a: vec4<f32>,
-    b: vec4<f32>,
-}
-
-fn lo_hi(v: u64) -> vec2<f32> {
-    return vec2<f32>(bitcast<f32>(u32(v)), bitcast<f32>(u32(v >> 32u)));
-}
-
-fn packed(x: f32, y: f32) -> u64 {
-    return u64(bitcast<u32>(x)) | (u64(bitcast<u32>(y)) << 32u);
-}
-
-fn chunk(i: u32) -> Chunk {
-    let v = src[i];
-    return Chunk(vec4<f32>(lo_hi(v.x), lo_hi(v.y)), vec4<f32>(lo_hi(v.z), lo_hi(v.w)));
-}
-
-fn put(i: u32, a: vec4<f32>, b: vec4<f32>) {
-    dst[i] = vec4<u64>(packed(a.x, a.y), packed(a.z, a.w), packed(b.x, b.y), packed(b.z, b.w));
-}
-
-fn element(e: u32) -> f32 {
-    let v = src[e / 8u][(e / 2u) % 4u];
-    return bitcast<f32>(u32(v >> (32u * (e % 2u))));
-}
+{% include "nd_wide.wgsl" %}
 {% else %}
 @group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
