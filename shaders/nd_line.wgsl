@@ -49,7 +49,11 @@
 // split and packed with bitcasts: the values and sums are untouched; `s0` is then -centre
 // mod 8), as nd_plane.wgsl's `wide`: lavapipe's per-lane loop costs per access, not per byte.
 //
-// Template parameters: `roll`, `groups`, `wide`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
+// `shuffle` (chunked, `edge` "interior", a device with "subgroup"): an invocation loads only its
+// block's own chunks and takes the rest of its window from the next invocations of its subgroup
+// (the next blocks of the line), as nd_plane.wgsl's `shuffle`.
+//
+// Template parameters: `roll`, `groups`, `wide`, `shuffle`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
 // Override constant: BORDER_MODE.
@@ -62,6 +66,7 @@
 {% set roll = roll | default(false) %}
 {% set groups = groups | default(1) %}
 {% set wide = wide | default(false) %}
+{% set shuffle = shuffle | default(false) and chunked and edge == "interior" %}
 // The `groups` vec4 columns of element `s` (a mapped offset along the axis) as m{name}_{c}:
 // one load each, or with `wide` one load of a pair of them.
 {% macro gload(name, s, decl) %}
@@ -228,10 +233,25 @@ fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
 }
 {% endif %}
 
+{% if shuffle %}
+// The chunk `v` of the invocation `m` lanes on in the subgroup.
+fn shuffled(v: {$ "Chunk" if wide else "vec4<f32>" $}, m: u32) -> {$ "Chunk" if wide else "vec4<f32>" $} {
+{% if wide %}
+    return Chunk(subgroupShuffleDown(v.a, m), subgroupShuffleDown(v.b, m));
+{% else %}
+    return subgroupShuffleDown(v, m);
+{% endif %}
+}
+
+{% endif %}
 @compute @workgroup_size({$ wg $})
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
+{% if shuffle %}
+    @builtin(subgroup_invocation_id) sid: u32,
+    @builtin(subgroup_size) ssz: u32,
+{% endif %}
 ) {
     let g = (wid.y * params.groups_x + wid.x) * {$ wg $}u + lid;
     if (g >= params.total_v) {
@@ -266,17 +286,37 @@ fn main(
 {% if chunked %}
 {% set cw = 8 if wide else 4 %}
 {% set chunks = (s0 + block + taps - 1 + cw - 1) // cw %}
+{% set own = block // cw if shuffle else chunks %}
+{% if shuffle %}
+    // nb_m: the invocation m lanes on in the subgroup takes the block m on of this line, so
+    // its own chunks are this one's others.
+{% for m in range(1, (chunks - 1) // own + 1) %}
+    let nb{$ m $} = sid + {$ m $}u < ssz && subgroupShuffleDown(g, {$ m $}u) == g + {$ m $}u
+        && g + {$ m $}u < params.total_v && k + {$ m $}u < params.sel_count;
+{% endfor %}
+{% endif %}
 {% for i in range(block + taps - 1) %}
     var m{$ i $}: f32;
 {% endfor %}
     if ({% if edge == "interior" %}true{% else %}start >= 0 && start + {$ block + taps - 1 $} <= n{% endif %}) {
         let c = (row + u32(start - {$ s0 $})) / {$ cw $}u;
-{% for q in range(chunks) %}
+{% for q in range(own) %}
 {% if wide %}
         let c{$ q $} = chunk(c + {$ q $}u);
 {% else %}
         let c{$ q $} = src[c + {$ q $}u];
 {% endif %}
+{% endfor %}
+{% for q in range(own, chunks) %}
+        // Chunk q is the neighbour's (q // own blocks on) own chunk q % own.
+        var c{$ q $} = shuffled(c{$ q % own $}, {$ q // own $}u);
+        if (!nb{$ q // own $}) {
+{% if wide %}
+            c{$ q $} = chunk(c + {$ q $}u);
+{% else %}
+            c{$ q $} = src[c + {$ q $}u];
+{% endif %}
+        }
 {% endfor %}
 {% for i in range(block + taps - 1) %}
 {% if wide %}

@@ -30,8 +30,16 @@
 // with bitcasts: the values are untouched). lavapipe's per-lane loop costs per access and lane
 // more than per component, so 32-byte accesses halve most of that work for the same data.
 //
+// `shuffle` (a device with "subgroup", `edge` "interior", a window line wider than the strip's
+// own COLS columns of chunks): an invocation loads only its own chunks of each line and takes
+// the others from the invocations of the next strips in its subgroup (subgroupShuffleDown),
+// which load them as their own; where that lane is not the next strip of the same band (the
+// subgroup's last lanes, a band's last strip, an empty lane) it loads them. Bit patterns only:
+// the values are the loaded ones. On lavapipe a shuffle is a register move per lane, a load a
+// bounds-checked memory access per lane.
+//
 // Template parameters: `rev`, `ta`, `tb` (taps along axis -2 and axis -1), `cols` (a multiple
-// of 4), `edge`, `wide`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its
+// of 4), `edge`, `wide`, `shuffle`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its
 // chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric weights, as nd_line.wgsl's
 // f32_sum), `neara`, `nearb` (windows within one reflection: the mapping without division),
 // `wg`. Override constants: BORDER_MODE_A, BORDER_MODE_B.
@@ -41,6 +49,10 @@
 {% set edge = edge | default("all") %}
 {% set cw = 8 if wide else 4 %}
 {% set chunks = (s0 + W + cw - 1) // cw %}
+{% set shuffle = shuffle | default(false) and edge == "interior" and chunks > cols // cw %}
+// The chunks of a line's window an invocation loads itself; with `shuffle` the others come
+// from the invocations of the next strips in its subgroup, which load them as their own.
+{% set own = cols // cw if shuffle else chunks %}
 // Element i of the window's loaded chunks (c0, c1, ...: vec4<f32>, or with `wide` pairs of them).
 {% macro el(i) %}{% if wide %}c{$ i // 8 $}.{$ "a" if i % 8 < 4 else "b" $}[{$ i % 4 $}]{% else %}c{$ i // 4 $}[{$ i % 4 $}]{% endif %}{% endmacro %}
 // The f32 sum of `taps` terms: weight params.w[base + k].x times operand(k), folded as
@@ -88,6 +100,17 @@ fn element(e: u32) -> f32 {
 }
 {% endif %}
 @group(0) @binding(3) var<uniform> params: PlaneParams;
+{% if shuffle %}
+
+// The chunk `v` of the invocation `m` lanes on in the subgroup.
+fn shuffled(v: {$ "Chunk" if wide else "vec4<f32>" $}, m: u32) -> {$ "Chunk" if wide else "vec4<f32>" $} {
+{% if wide %}
+    return Chunk(subgroupShuffleDown(v.a, m), subgroupShuffleDown(v.b, m));
+{% else %}
+    return subgroupShuffleDown(v, m);
+{% endif %}
+}
+{% endif %}
 
 override BORDER_MODE_A: i32 = 0;
 override BORDER_MODE_B: i32 = 0;
@@ -119,8 +142,15 @@ fn load_el(base: u32, col: i32) -> f32 {
             let base = pbase + u32(ri) * params.n1;
             if ({% if edge == "interior" %}true{% else %}interior{% endif %}) {
                 let c = (base + u32(start - {$ s0 $})) / {$ cw $}u;
-{% for q in range(chunks) %}
+{% for q in range(own) %}
                 let c{$ q $} = chunk(c + {$ q $}u);
+{% endfor %}
+{% for q in range(own, chunks) %}
+                // Chunk q is the neighbour's (q // own strips on) own chunk q % own.
+                var c{$ q $} = shuffled(c{$ q % own $}, {$ q // own $}u);
+                if (!nb{$ q // own $}) {
+                    c{$ q $} = chunk(c + {$ q $}u);
+                }
 {% endfor %}
 {% for w in range(W) %}
                 {$ pre $}{$ w $} = {$ el(s0 + w) $};
@@ -138,12 +168,24 @@ fn load_el(base: u32, col: i32) -> f32 {
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
+{% if shuffle %}
+    @builtin(subgroup_invocation_id) sid: u32,
+    @builtin(subgroup_size) ssz: u32,
+{% endif %}
 ) {
     let g = (wid.y * params.groups_x + wid.x) * {$ wg $}u + lid;
     if (g >= params.total) {
         return;
     }
     let k = g % params.sel_count;
+{% if shuffle %}
+    // nb_m: the invocation m lanes on in the subgroup takes the strip m on, in this band (it
+    // walks the same lines in step with this one), so its own chunks are this one's others.
+{% for m in range(1, (chunks - 1) // own + 1) %}
+    let nb{$ m $} = sid + {$ m $}u < ssz && subgroupShuffleDown(g, {$ m $}u) == g + {$ m $}u
+        && g + {$ m $}u < params.total && k + {$ m $}u < params.sel_count;
+{% endfor %}
+{% endif %}
     let rest = g / params.sel_count;
 {% if edge == "interior" %}
     let strip = params.sel_lo + k;

@@ -54,19 +54,23 @@ dropped beyond :data:`KEPT_ARRAYS`) and bind groups are cached, and a slot's uni
 only when they change, so a small array's per-call cost is one upload, one submission (one
 compute pass) and one readback. Where the device maps storage buffers (wgpu's
 "mappable-primary-buffers", asked for on software and integrated adapters), the upload and the
-read-back go through the ping-pong buffers' own mappings (:data:`MAPPED_IO`).
+read-back go through the ping-pong buffers' own mappings (:data:`MAPPED_IO`), copied on
+several threads when large (:data:`PARALLEL_COPY_BYTES`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import math
+import os
 import struct
 import threading
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -424,6 +428,16 @@ PLANE_ROWS = 32
 #: a hardware GPU): where the device lacks it, the 16-byte path runs.
 WIDE_FEATURE = "shader-int64"
 WIDE_IO = True
+#: Fused pairs' interior strips take the chunks of a line's window beyond their own from the
+#: invocations of the next strips in their subgroup (subgroupShuffleDown) rather than loading
+#: them, where the device has wgpu's "subgroup" feature (nd_plane.wgsl's `shuffle`); chunked
+#: last-axis passes' interior blocks likewise (nd_line.wgsl's). blurapp.gpu.device asks for it
+#: on software adapters. Whole 1080p calls, without / with, interleaved in one process (quiet,
+#: medians of 11-25), ms: uniform_filter 5 8.14 / 7.19 and 9.40 / 8.56, sobel 8.26 / 6.84 and
+#: 10.54 / 8.39, gaussian_filter sigma=2 (its 17-tap last-axis pass) 15.83 / 15.06. Equal bit
+#: for bit (tests/gpu/test_ndpass.py).
+SHUFFLE_FEATURE = "subgroup"
+SHUFFLE = True
 #: Fused pairs run their interior strips (windows inside the line) as a dispatch of their own,
 #: without border code, and the other strips after it (_plane_dispatches).
 PLANE_SPLIT = True
@@ -468,7 +482,7 @@ def _plane_cols(n1: int) -> int:
 
 
 def _plane_dispatches(
-    shape: tuple[int, ...], first: Line, second: Line, wide: bool = False
+    shape: tuple[int, ...], first: Line, second: Line, wide: bool = False, shuffle: bool = False
 ) -> list[_Dispatch]:
     """:func:`_plane_dispatch` as two dispatches over the same buffers where a plane has strips
     whose window lies inside the line (:data:`PLANE_SPLIT`): those strips without any border
@@ -483,7 +497,7 @@ def _plane_dispatches(
     hi = min(strips, (n1 - (cols + line_b.weights.size - 1) + line_b.centre) // cols + 1)
     if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
         return [_plane_dispatch(shape, first, second, wide)]
-    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi)
+    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle)
     if lo + strips - hi == 0:
         return [inner]
     border = _plane_dispatch(shape, first, second, wide, "border", lo, hi)
@@ -498,6 +512,7 @@ def _plane_dispatch(
     edge: str = "all",
     lo: int = 0,
     hi: int = 0,
+    shuffle: bool = False,
 ) -> _Dispatch:
     """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
     -2) as one dispatch (nd_plane.wgsl); the same arithmetic as their two line passes. A small
@@ -534,6 +549,10 @@ def _plane_dispatch(
         template["edge"] = edge
     if wide:  # the window's place in chunks of 8
         template.update(wide=True, s0=-cb % 8)
+    cw = 8 if wide else 4
+    chunks = (template["s0"] + cols + tb - 1 + cw - 1) // cw  # a window line's loads
+    if shuffle and edge == "interior" and chunks > cols // cw:
+        template["shuffle"] = True  # the chunks beyond its own from its neighbours
     modes = (
         ("BORDER_MODE_A", line_a.border.mode.value),
         ("BORDER_MODE_B", line_b.border.mode.value),
@@ -760,6 +779,49 @@ class _ArrayBuffers:
 #: of a staging copy and a buffer-to-buffer copy on the GPU each way.
 MAPPED_IO = True
 
+#: Copies into and out of a mapping of at least this many bytes are split between this thread
+#: and :data:`_COPY_THREADS` - 1 others (numpy's copy releases the GIL; lavapipe's threads are
+#: idle then). Whole 1080p calls, one thread / split, interleaved (quiet, medians of 11), ms:
+#: uniform_filter 5 8.28 / 7.93, sobel 7.88 / 7.43, gaussian_filter sigma=2 17.28 / 16.06.
+PARALLEL_COPY_BYTES = 1 << 21
+PARALLEL_IO = True
+_COPY_THREADS = max(1, min(4, os.cpu_count() or 1))
+_copy_pool: ThreadPoolExecutor | None = None
+_copy_pool_lock = threading.Lock()
+
+
+def _forget_copy_pool() -> None:
+    """A forked child has none of its parent's threads: it starts a pool of its own."""
+    global _copy_pool, _copy_pool_lock
+    _copy_pool = None
+    _copy_pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_copy_pool)
+
+
+def _parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
+    """``np.copyto(dst, src)`` of two flat arrays of one size, in parts on several threads
+    when it is large (:data:`PARALLEL_COPY_BYTES`)."""
+    global _copy_pool
+    parts = _COPY_THREADS if dst.nbytes >= PARALLEL_COPY_BYTES else 1
+    if parts == 1:
+        np.copyto(dst, src)
+        return
+    with _copy_pool_lock:
+        if _copy_pool is None:
+            _copy_pool = ThreadPoolExecutor(_COPY_THREADS - 1, thread_name_prefix="blurapp-copy")
+        pool = _copy_pool
+    bounds = [dst.size * k // parts for k in range(parts + 1)]
+    futures = [
+        pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds[1:])
+    ]
+    try:
+        np.copyto(dst[: bounds[1]], src[: bounds[1]])
+    finally:
+        for f in futures:
+            f.result()
+
 
 class NdPasses:
     """Runs :class:`_Dispatch` lists over storage buffers on one device; caches bounded.
@@ -848,7 +910,12 @@ class NdPasses:
                     poll(False)
                 mapping.sync_wait()
                 try:
-                    bufs.a.write_mapped(data.reshape(-1))
+                    if PARALLEL_IO:
+                        mapped = bufs.a._experimental_get_mapped_range(0, bufs.nbytes)
+                        target = np.frombuffer(mapped, np.float32, count=data.size)
+                        _parallel_copy(target, data.reshape(-1))
+                    else:
+                        bufs.a.write_mapped(data.reshape(-1))
                 finally:
                     bufs.a.unmap()
             else:
@@ -890,7 +957,11 @@ class NdPasses:
             try:
                 raw = readback.read_mapped(0, data.nbytes, copy=False)
                 view = np.frombuffer(raw, dtype=np.float32).reshape(data.shape)
-                out = view.copy() if convert is None else convert(view)
+                if convert is None:
+                    out = np.empty(data.shape, np.float32)
+                    _parallel_copy(out.reshape(-1), view.reshape(-1))
+                else:
+                    out = convert(view)
             finally:
                 readback.unmap()
         return out
@@ -1314,7 +1385,7 @@ def correlate1d_chain(
 
 
 def _copied(view: np.ndarray, into: np.ndarray) -> np.ndarray:
-    np.copyto(into, view.reshape(into.shape))
+    _parallel_copy(into.reshape(-1), view.reshape(-1))
     return into
 
 
@@ -1358,15 +1429,17 @@ def _chain_gpu(
         exp_in = x_exp
         i = 0
         wide = WIDE_IO and WIDE_FEATURE in engine.context.device.features
+        shuffle = SHUFFLE and SHUFFLE_FEATURE in engine.context.device.features
         while i < len(lines):
             ln = lines[i]
             fuse = not df and i + 1 < len(lines) and (x.size >= _small() or _bake())
             if fuse and _fusable(x.shape, ln, lines[i + 1]):
-                dispatches.extend(_plane_dispatches(x.shape, ln, lines[i + 1], wide))
+                dispatches.extend(_plane_dispatches(x.shape, ln, lines[i + 1], wide, shuffle))
                 i += 2
                 continue
             dispatches.extend(_line_dispatches(ln, _shape3(x.shape, ln.axis), precision,
-                                               two_prod, exp_in, w_exps[i], wide))  # fmt: skip
+                                               two_prod, exp_in, w_exps[i], wide,
+                                               shuffle))  # fmt: skip
             exp_in += w_exps[i]
             i += 1
         if df:
@@ -1422,10 +1495,13 @@ def _line_dispatches(
     exp_in: int,
     w_exp: int,
     wide: bool = False,
+    shuffle: bool = False,
 ) -> list[_Dispatch]:
     """:func:`_line_of`; a chunked pass along the last axis as two dispatches over the same
     buffers where its lines have blocks whose window lies inside (:data:`PLANE_SPLIT`): those
-    blocks without border code, then the others (as :func:`_plane_dispatches`)."""
+    blocks without border code, then the others (as :func:`_plane_dispatches`). ``shuffle``
+    (:data:`SHUFFLE`): the interior blocks take the chunks beyond their own from their
+    subgroup's next invocations."""
     d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, wide=wide)
     t = dict(d.template)
     if not PLANE_SPLIT or not t.get("chunked") or d.fallback is not None:
@@ -1437,6 +1513,11 @@ def _line_dispatches(
     if lo >= hi:
         return [d]
     inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi, wide)
+    ti = dict(inner.template)
+    cw = 8 if ti.get("wide") else 4
+    if shuffle and (ti["s0"] + block + taps - 1 + cw - 1) // cw > block // cw:
+        ti["shuffle"] = True
+        inner = dataclasses.replace(inner, template=tuple(sorted(ti.items())))
     if lo + blocks - hi == 0:
         return [inner]
     border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)

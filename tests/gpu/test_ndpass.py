@@ -858,3 +858,111 @@ def test_last_axis_chunked_passes_wide_and_long(engine, monkeypatch, mode: str) 
     assert long and not any(t.get("roll") for t in long)
     if ndpass.WIDE_FEATURE in engine.context.device.features:
         assert any(t.get("wide") for t in long)
+
+
+def test_subgroup_shuffled_windows_equal_the_loaded_ones(gpu, monkeypatch) -> None:
+    """On a device with "subgroup" (ndpass.SHUFFLE_FEATURE) the interior strips of a fused pair
+    and the interior blocks of a chunked last-axis pass take the chunks of their window beyond
+    their own from the next invocations of their subgroup (nd_plane.wgsl's and nd_line.wgsl's
+    `shuffle`): the same values bit for bit as loading them, where a subgroup's lanes straddle
+    two lines, two bands or two planes, where the last workgroup is partly empty, one and two
+    and three neighbours away (13-tap strips of 8 columns, 33-tap blocks), both access widths,
+    both orders, every border pair, origins, NaN and Inf. blurapp.gpu.device asks for the
+    feature on software adapters that have it; elsewhere a device is made here with it."""
+    import dataclasses
+
+    if ndpass.SHUFFLE_FEATURE not in gpu.adapter.features:
+        pytest.skip(f"the adapter has no {ndpass.SHUFFLE_FEATURE}")
+    if gpu.is_software:
+        assert ndpass.SHUFFLE_FEATURE in gpu.device.features  # device.py asked for it
+        ctx = gpu
+    else:
+        limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
+                                                      "max-buffer-size")}  # fmt: skip
+        device = gpu.adapter.request_device_sync(
+            required_features=[*gpu.device.features, ndpass.SHUFFLE_FEATURE],
+            required_limits=limits,
+        )
+        ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+    engine = NdPasses(ctx)
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled, fused and split shaders
+    rng = np.random.default_rng(31)
+    modes = sorted(MODES)
+    # Strips or blocks per line that are no multiple of a subgroup, several bands and planes.
+    fused_shapes = [(37, 200), (70, 48), (2, 9, 136), (33, 1000), (5, 64), (3, 2, 17, 96)]
+    pairs = [(3, 3), (5, 5), (1, 9), (9, 5), (4, 6), (13, 2), (2, 13), (13, 13)]
+    for k, shape in enumerate(fused_shapes * 4):
+        ta, tb = pairs[k % len(pairs)]
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wb = [wb, wb + wb[::-1], wb - wb[::-1]][k % 3]
+        oa = _origins(ta)[k % len(_origins(ta))]
+        ob = _origins(tb)[(k // 2) % len(_origins(tb))]
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = [np.nan, np.inf, -np.inf][k % 3]
+        nd = len(shape)
+        lines = [Line(nd - 2, wa, MODES[modes[k % 5]][0], oa, cval=CVAL),
+                 Line(nd - 1, wb, MODES[modes[(k // 5) % 5]][0], ob, cval=-2.5)]  # fmt: skip
+        if k % 3 == 1:
+            lines.reverse()
+        monkeypatch.setattr(ndpass, "PLANE_COLS", (16, 8)[k % 2])
+        monkeypatch.setattr(ndpass, "WIDE_IO", k % 4 < 2)
+        monkeypatch.setattr(ndpass, "SHUFFLE", True)
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        monkeypatch.setattr(ndpass, "SHUFFLE", False)
+        want = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        np.testing.assert_array_equal(got, want)
+    for k, (shape, taps) in enumerate(
+        itertools.product([(7, 1000), (40, 96), (3, 5, 200), (1, 4096)], (3, 9, 17, 25, 33))
+    ):
+        w = rng.normal(size=taps)
+        w = w + w[::-1] if k % 2 else w
+        origin = _origins(taps)[k % len(_origins(taps))]
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        line = Line(len(shape) - 1, w, MODES[modes[k % 5]][0], origin, cval=CVAL)
+        monkeypatch.setattr(ndpass, "WIDE_IO", k % 3 != 1)
+        monkeypatch.setattr(ndpass, "SHUFFLE", True)
+        got = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
+        monkeypatch.setattr(ndpass, "SHUFFLE", False)
+        want = correlate1d_chain(x, [line], precision="f32", passes_engine=engine)
+        np.testing.assert_array_equal(got, want)
+    shuffled = [(key[0], dict(key[1])) for key in engine._pipelines if dict(key[1]).get("shuffle")]
+    assert {name for name, _ in shuffled} == {"nd_plane", "nd_line"}
+    assert {t.get("wide", False) for _, t in shuffled} == {True, False}
+    assert not any(dict(key[1]).get("shuffle") and dict(key[1]).get("edge") != "interior"
+                   for key in engine._pipelines)  # fmt: skip
+
+
+def test_transfers_split_between_threads_agree(gpu, monkeypatch) -> None:
+    """The upload into a mapping and the read-back out of it (into a new array, into ``out=``,
+    and the df64 join) split between threads above ndpass.PARALLEL_COPY_BYTES: the same values
+    as one thread's copies, on sizes that split unevenly; and ``_parallel_copy`` itself on
+    every split of a few sizes."""
+    for size in (1, 2, 3, 7, 1001):
+        for threads in (1, 2, 3, 4):
+            monkeypatch.setattr(ndpass, "_COPY_THREADS", threads)
+            monkeypatch.setattr(ndpass, "PARALLEL_COPY_BYTES", 0)
+            src = np.arange(size, dtype=np.float32)
+            dst = np.zeros_like(src)
+            ndpass._parallel_copy(dst, src)
+            np.testing.assert_array_equal(dst, src)
+    monkeypatch.setattr(ndpass, "_COPY_THREADS", 3)
+    monkeypatch.setattr(ndpass, "PARALLEL_COPY_BYTES", 64)
+    rng = np.random.default_rng(5)
+    for dtype, precision in ((np.float32, "f32"), (np.float64, "df64")):
+        x = rng.normal(size=(37, 52)).astype(dtype)
+        lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+                 Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.WRAP))]  # fmt: skip
+        results = []
+        for parallel in (True, False):
+            monkeypatch.setattr(ndpass, "PARALLEL_IO", parallel)
+            passes = NdPasses(gpu)
+            plain = correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
+            out = np.full_like(x, np.nan)
+            into = correlate1d_chain(x, lines, precision=precision, passes_engine=passes, out=out)
+            assert into is out
+            np.testing.assert_array_equal(plain, out)
+            results.append(plain)
+        np.testing.assert_array_equal(*results)
+        want = ndreference.correlate1d_chain(x.astype(np.float64), lines)
+        np.testing.assert_allclose(results[0], want, rtol=0, atol=1e-5)
