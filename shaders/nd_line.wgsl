@@ -26,7 +26,11 @@
 //
 // `edge` (chunked): "interior" takes only the blocks whose window lies inside the line, with
 // no border code (lavapipe runs a branch's both sides, masked: the border loads cost ~20 % of
-// the pass where no lane needs them), "border" the others, "all" every block.
+// the pass where no lane needs them), "border" the others, "all" every block. A border block
+// loads its window's chunks as the interior does, then replaces the elements outside the line
+// with the border's, each under its own condition: on lavapipe a load under a condition visits
+// only the lanes that take it, where a mapped load of every element visited every lane
+// (1080p, 17 taps: the border dispatch 1.12 -> 0.61 ms, the same values bit for bit).
 //
 // `near` (the window reaches less than the axis's length on either side) maps offsets with
 // nd_border_index_near, without division.
@@ -298,38 +302,46 @@ fn main(
 {% for i in range(block + taps - 1) %}
     var m{$ i $}: f32;
 {% endfor %}
-    if ({% if edge == "interior" %}true{% else %}start >= 0 && start + {$ block + taps - 1 $} <= n{% endif %}) {
+{% macro el(i) %}{% if wide %}c{$ (s0 + i) // 8 $}.{$ "a" if (s0 + i) % 8 < 4 else "b" $}[{$ (s0 + i) % 4 $}]{% else %}c{$ (s0 + i) // 4 $}[{$ (s0 + i) % 4 $}]{% endif %}{% endmacro %}
+{% set load = "chunk" if wide else "src" %}
+{% if edge == "interior" %}
+    {
         let c = (row + u32(start - {$ s0 $})) / {$ cw $}u;
 {% for q in range(own) %}
-{% if wide %}
-        let c{$ q $} = chunk(c + {$ q $}u);
-{% else %}
-        let c{$ q $} = src[c + {$ q $}u];
-{% endif %}
+        let c{$ q $} = {$ load $}{$ "(" if wide else "[" $}c + {$ q $}u{$ ")" if wide else "]" $};
 {% endfor %}
 {% for q in range(own, chunks) %}
         // Chunk q is the neighbour's (q // own blocks on) own chunk q % own.
         var c{$ q $} = shuffled(c{$ q % own $}, {$ q // own $}u);
         if (!nb{$ q // own $}) {
-{% if wide %}
-            c{$ q $} = chunk(c + {$ q $}u);
-{% else %}
-            c{$ q $} = src[c + {$ q $}u];
-{% endif %}
+            c{$ q $} = {$ load $}{$ "(" if wide else "[" $}c + {$ q $}u{$ ")" if wide else "]" $};
         }
 {% endfor %}
 {% for i in range(block + taps - 1) %}
-{% if wide %}
-        m{$ i $} = c{$ (s0 + i) // 8 $}.{$ "a" if (s0 + i) % 8 < 4 else "b" $}[{$ (s0 + i) % 4 $}];
+        m{$ i $} = {$ el(i) $};
+{% endfor %}
+    }
 {% else %}
-        m{$ i $} = c{$ (s0 + i) // 4 $}[{$ (s0 + i) % 4 $}];
-{% endif %}
+    {
+        // The window's chunks as in the interior (a chunk before the array's start read as
+        // its first), then its elements outside the line replaced by the border's: a masked
+        // load on the lanes that need it, not a mapped load of every element.
+        let c = (i32(row) + start - {$ s0 $}) / {$ cw $};  // a whole number of chunks
+{% for q in range(chunks) %}
+        let c{$ q $} = {$ load $}{$ "(" if wide else "[" $}u32(max(c + {$ q $}, 0)){$ ")" if wide else "]" $};
 {% endfor %}
-    }{% if edge != "interior" %} else {
 {% for i in range(block + taps - 1) %}
-        m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
+        m{$ i $} = {$ el(i) $};
 {% endfor %}
-    }{% endif %}
+        if (!(start >= 0 && start + {$ block + taps - 1 $} <= n)) {
+{% for i in range(block + taps - 1) %}
+            if (start + {$ i $} < 0 || start + {$ i $} >= n) {
+                m{$ i $} = load_at(row, {$ map $}(start + {$ i $}, n, BORDER_MODE), jv);
+            }
+{% endfor %}
+        }
+    }
+{% endif %}
 {% if wide %}
 {% for q in range(block // 8) %}
     if (first + {$ 8 * q $} < n) {
