@@ -261,6 +261,16 @@ ROLL_GROUPS = 4
 ROLL_GROUP_BLOCK = 16
 UNROLLED_GROUPS = 4
 UNROLLED_GROUP_BLOCK = 8
+#: Unrolled column groups of at least LONG_GROUP_TAPS taps take blocks of LONG_GROUP_BLOCK
+#: outputs: each input row is loaded (block + taps - 1) / block times, and with 32-byte
+#: accesses the loads cost more than the registers a longer block spills. GPU ms of one
+#: axis-0 pass (32-byte accesses, min of 5, median of 3-5 rounds), blocks of 8 / 16 / 24:
+#: 1080x1920 9 taps 4.67 / 4.52 / 4.51, 13 taps 5.72 / 4.88 / 4.85, 17 taps 6.17 / 5.49 / 5.00
+#: (5 taps 3.69 / 3.95 / 3.83: short kernels keep 8); 2160x3840 9 taps 17.7 / 15.7 / 15.3,
+#: 17 taps 21.7 / 18.9 / 18.6; 256^3 axis 1 9 taps 34.4 / 28.7 / 29.1, 17 taps 44.0 / 36.4 /
+#: 33.7, axis 0 17 taps 44.3 / 38.0 / 37.0.
+LONG_GROUP_TAPS = 9
+LONG_GROUP_BLOCK = 16
 
 
 def _dekker_split(hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -340,6 +350,8 @@ def _line_dispatch(
     groups, group_block = (
         (ROLL_GROUPS, ROLL_GROUP_BLOCK) if roll else (UNROLLED_GROUPS, UNROLLED_GROUP_BLOCK)
     )
+    if not roll and taps >= LONG_GROUP_TAPS:
+        group_block = LONG_GROUP_BLOCK
     if df or vec == 1:
         groups = 1
     elif inner_v % groups:  # half as many where the columns allow it (1000-wide images)

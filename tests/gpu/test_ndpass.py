@@ -182,8 +182,9 @@ def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) ->
     """f32 passes across a non-contiguous axis whose vec4 columns come in multiples of
     ndpass.ROLL_GROUPS (rolled) or UNROLLED_GROUPS take that many an invocation, 2 where the
     columns are only even (nd_line.wgsl's `groups`), with 32-byte accesses on a device with
-    ndpass.WIDE_FEATURE (`wide`, ndpass.WIDE_IO): the same values bit for bit as one column an
-    invocation, every origin, plain and folded weights, NaN and Inf, blocks past the axis."""
+    ndpass.WIDE_FEATURE (`wide`, ndpass.WIDE_IO), in blocks of 8 or (from
+    ndpass.LONG_GROUP_TAPS taps) 16: the same values bit for bit as one column an invocation,
+    every origin, plain and folded weights, NaN and Inf, blocks past the axis."""
     rolled = family == "rolled"
     if rolled:
         monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
@@ -220,6 +221,9 @@ def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) ->
         assert ours
         if has_wide:
             assert {t.get("wide", False) for t in ours} == {True, False}
+    if not rolled:  # short kernels in blocks of 8, ndpass.LONG_GROUP_TAPS and longer of 16
+        blocks = {t["block"] for t in templates if t.get("groups", 1) > 1 and not t.get("roll")}
+        assert {ndpass.UNROLLED_GROUP_BLOCK, ndpass.LONG_GROUP_BLOCK} <= blocks
 
 
 @pytest.mark.parametrize("precision", ["f32", "df64"])
