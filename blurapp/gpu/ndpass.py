@@ -1437,23 +1437,11 @@ def _chain_gpu(
         w_exps = [_pow2_exponent(finite_max(ln.weights)) for ln in lines]
     if x.size <= _slab_elements(engine, elem):
         data = _split(x, x_exp) if df else x
-        dispatches = []
-        exp_in = x_exp
-        i = 0
-        wide = WIDE_IO and WIDE_FEATURE in engine.context.device.features
-        shuffle = SHUFFLE and SHUFFLE_FEATURE in engine.context.device.features
-        while i < len(lines):
-            ln = lines[i]
-            fuse = not df and i + 1 < len(lines) and (x.size >= _small() or _bake())
-            if fuse and _fusable(x.shape, ln, lines[i + 1]):
-                dispatches.extend(_plane_dispatches(x.shape, ln, lines[i + 1], wide, shuffle))
-                i += 2
-                continue
-            dispatches.extend(_line_dispatches(ln, _shape3(x.shape, ln.axis), precision,
-                                               two_prod, exp_in, w_exps[i], wide,
-                                               shuffle))  # fmt: skip
-            exp_in += w_exps[i]
-            i += 1
+        features = engine.context.device.features
+        dispatches, exp_in = _chain_dispatches(
+            x.shape, lines, precision, two_prod, x_exp, tuple(w_exps),
+            WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
+        )  # fmt: skip
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
         if into is not None:
@@ -1467,6 +1455,64 @@ def _chain_gpu(
             x_exp = _pow2_exponent(max([finite_max(out), *[c for c in extra if math.isfinite(c)]]))
         out = _line_in_slabs(engine, out, ln, precision, two_prod, x_exp, w_exp)
     return out
+
+
+def _line_key(ln: Line) -> tuple[Any, ...]:
+    # The cval as its bits: NaN keys equal to NaN.
+    return (ln.axis, ln.weights.tobytes(), ln.border, ln.origin, struct.pack("<d", ln.constant))
+
+
+def _knobs() -> tuple[Any, ...]:
+    """Every setting the dispatch builders read: this module's upper-case names (tests and
+    benchmarks change them) and the start-up check's forced ones."""
+    names = globals()
+    return (_small(), _bake(), *((k, repr(names[k])) for k in _KNOB_NAMES))
+
+
+#: The dispatch lists of the last chains (_chain_dispatches), by everything that shapes them:
+#: building a fused pair's two dispatches took ~0.4 ms of Python a call.
+_CHAINS: LruCache[tuple[Any, ...], tuple[tuple[_Dispatch, ...], int]] = LruCache(64)
+_CHAINS_LOCK = threading.Lock()
+
+
+def _chain_dispatches(
+    shape: tuple[int, ...],
+    lines: Sequence[Line],
+    precision: str,
+    two_prod: str,
+    x_exp: int,
+    w_exps: tuple[int, ...],
+    wide: bool,
+    shuffle: bool,
+) -> tuple[tuple[_Dispatch, ...], int]:
+    """The dispatches of a chain that fits one binding, and the exponent of its result (df64);
+    cached (_CHAINS)."""
+    key = (shape, tuple(_line_key(ln) for ln in lines), precision, two_prod, x_exp, w_exps,
+           wide, shuffle, _knobs())  # fmt: skip
+    with _CHAINS_LOCK:
+        hit = _CHAINS.get(key)
+    if hit is not None:
+        return hit
+    df = precision == "df64"
+    dispatches: list[_Dispatch] = []
+    exp_in = x_exp
+    size = math.prod(shape)
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        fuse = not df and i + 1 < len(lines) and (size >= _small() or _bake())
+        if fuse and _fusable(shape, ln, lines[i + 1]):
+            dispatches.extend(_plane_dispatches(shape, ln, lines[i + 1], wide, shuffle))
+            i += 2
+            continue
+        dispatches.extend(_line_dispatches(ln, _shape3(shape, ln.axis), precision, two_prod,
+                                           exp_in, w_exps[i], wide, shuffle))  # fmt: skip
+        exp_in += w_exps[i]
+        i += 1
+    made = (tuple(dispatches), exp_in)
+    with _CHAINS_LOCK:
+        _CHAINS[key] = made
+    return made
 
 
 def _slab_elements(engine: NdPasses, elem: int) -> int:
@@ -1743,3 +1789,10 @@ def _nd_gpu(
 def _f32(v: float) -> float:
     with np.errstate(over="ignore"):
         return float(np.float32(v))
+
+
+#: The module's settings (_knobs): its upper-case names of plain values.
+_KNOB_NAMES = tuple(
+    k for k, v in globals().items()
+    if k.isupper() and isinstance(v, (bool, int, float, str, tuple, dict))
+)  # fmt: skip

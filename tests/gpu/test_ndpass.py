@@ -970,3 +970,46 @@ def test_transfers_split_between_threads_agree(gpu, monkeypatch) -> None:
         np.testing.assert_array_equal(*results)
         want = ndreference.correlate1d_chain(x.astype(np.float64), lines)
         np.testing.assert_allclose(results[0], want, rtol=0, atol=1e-5)
+
+
+def test_chain_dispatches_are_built_once_per_chain_and_setting(engine, monkeypatch) -> None:
+    """A repeated chain reuses its dispatch list (ndpass._CHAINS: building a fused pair's took
+    ~0.4 ms of Python); another shape, other weights, another cval (NaN too), border or origin,
+    or a changed module setting (PLANE_COLS, WIDE_IO, SMALL ...) builds its own."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    built = []
+    plane, line = ndpass._plane_dispatches, ndpass._line_dispatches
+    monkeypatch.setattr(ndpass, "_plane_dispatches", lambda *a: built.append("p") or plane(*a))
+    monkeypatch.setattr(ndpass, "_line_dispatches", lambda *a: built.append("l") or line(*a))
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(20, 48)).astype(np.float32)
+    w = np.array([0.25, 0.5, 0.25])
+
+    def chain(cval: float = 0.5, origin: int = 0, mode: str = "constant", y=x) -> np.ndarray:
+        lines = [Line(0, w, MODES[mode][0], origin, cval=cval), Line(1, w, MODES[mode][0])]
+        return correlate1d_chain(y, lines, precision="f32", passes_engine=engine)
+
+    first = chain()
+    assert built == ["p"]
+    again = chain()
+    assert built == ["p"]  # the cached list
+    np.testing.assert_array_equal(first, again)
+    variants = [
+        lambda: chain(cval=np.nan), lambda: chain(cval=np.nan), lambda: chain(cval=-0.5),
+        lambda: chain(origin=1), lambda: chain(mode="wrap"), lambda: chain(y=x[:, :40].copy()),
+    ]  # fmt: skip
+    for k, call in enumerate(variants):
+        call()
+        assert len(built) == 2 + k - (k >= 1), k  # the second NaN call: the first's list
+    want = ndreference.correlate1d_chain(x, [Line(0, w, Border(BorderMode.CONSTANT), cval=np.nan),
+                                             Line(1, w, Border(BorderMode.CONSTANT))])  # fmt: skip
+    np.testing.assert_array_equal(np.isnan(chain(cval=np.nan)), np.isnan(want))
+    count = len(built)
+    monkeypatch.setattr(ndpass, "PLANE_COLS", 8)
+    chain()
+    assert len(built) == count + 1
+    templates = {dict(key[1])["cols"] for key in engine._pipelines if key[0] == "nd_plane"}
+    assert 8 in templates
+    monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", 0)  # no fusion: two line passes
+    chain()
+    assert built[-2:] == ["l", "l"]
