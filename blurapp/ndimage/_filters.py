@@ -26,6 +26,7 @@ from blurapp.ndimage._support import (
     expand_origin,
     get_output,
     invalid_origin,
+    is_fresh,
     normalize_axis_index,
     normalize_sequence,
 )
@@ -157,11 +158,18 @@ def _run_passes(
     while k < len(passes):
         ct = _compute_dtype(cur.dtype)
         if ct == output.dtype:  # no cast between the rest: one chain without round trips
+            # A new output the caller never saw: the GPU's own buffer may stand in for it.
+            fresh = k == 0 and is_fresh(output)
             # The read-back straight into the output where it can take it (no new array).
             into = output if output.flags.c_contiguous else None
-            result = _gpu.run_passes(_values(cur), passes[k:], strategy=strategy, out=into)
-            if result is not output:
-                _store(result, output)
+            result = _gpu.run_passes(
+                _values(cur), passes[k:], strategy=strategy, out=into, lend=fresh
+            )
+            if result is output:
+                return output
+            if fresh:
+                return result
+            _store(result, output)
             return output
         values = _values(cur)
         result = _gpu.run_passes(values, passes[k : k + 1], strategy=strategy)
@@ -734,7 +742,10 @@ def _correlate_or_convolve(input, weights, output, mode, cval, origin, convoluti
         _store(_values(input) * weights.reshape(()), output)
         return output
     values = _values(input)
-    result = _gpu.run_nd(values, weights, mode, c, origins, strategy=strategy)
+    fresh = is_fresh(output) and output.dtype == values.dtype  # no cast: the result stands in
+    result = _gpu.run_nd(values, weights, mode, c, origins, strategy=strategy, lend=fresh)
+    if fresh:
+        return result
     _store(_snapped(result, values, [weights], c, output), output)
     return output
 

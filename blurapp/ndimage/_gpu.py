@@ -167,6 +167,7 @@ def run_passes(
     strategy: str | None,
     split: bool = True,
     out: np.ndarray | None = None,
+    lend: bool = False,
 ) -> np.ndarray:
     """Run ``passes`` one after another on ``x`` (float32 or float64, any shape): each reads
     the previous one's result. Returns a new array of ``x``'s dtype and shape, or ``out`` (a
@@ -175,7 +176,9 @@ def run_passes(
 
     ``strategy=None`` runs them on :mod:`blurapp.gpu.ndpass`, chained without reading back
     between them, in f32 for float32 and double-float for float64; a strategy name runs each
-    pass through the 2-D engine with that strategy (f32).
+    pass through the 2-D engine with that strategy (f32). ``lend``: a float32 result may be
+    the GPU buffer's own memory on a software adapter (ndpass.LEND_RESULTS), returned instead
+    of ``out``.
     """
     precision = "df64" if x.dtype == np.float64 else "f32"
     if precision == "f32" or strategy is not None:
@@ -198,7 +201,7 @@ def run_passes(
             for p in passes
         ]
         return ndpass.correlate1d_chain(
-            np.ascontiguousarray(x), lines, precision=precision, out=out
+            np.ascontiguousarray(x), lines, precision=precision, out=out, lend=lend
         )
     if _one_pass_per_axis_2d(x, passes):
         # A 2-D image with one pass along each axis and one border: the outer product is one
@@ -280,6 +283,7 @@ def run_nd(
     *,
     strategy: str | None,
     split: bool = True,
+    lend: bool = False,
 ) -> np.ndarray:
     """scipy's ``correlate(x, weights, mode, cval, origins)`` (weights with x.ndim axes; taps
     within DBL_EPSILON of zero read nothing, so NaN under them does not spread) on ``x``
@@ -287,6 +291,7 @@ def run_nd(
 
     ``strategy=None`` runs on :mod:`blurapp.gpu.ndpass` (f32, or double-float for float64);
     a strategy name runs the 2-D engine with it (weights spanning at most two axes, f32).
+    ``lend``: a float32 result may be the GPU buffer's own memory (as :func:`run_passes`).
     """
     precision = "df64" if x.dtype == np.float64 else "f32"
     if precision == "f32" or strategy is not None:
@@ -306,7 +311,7 @@ def run_nd(
 
         return ndpass.correlate_nd(
             np.ascontiguousarray(x), weights, Border(MODES[mode]), list(origins),
-            precision=precision, cval=cval,
+            precision=precision, cval=cval, lend=lend,
         )  # fmt: skip
     border = _gpu_border(mode, cval)
     befores: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import operator
 import warnings
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -111,6 +112,21 @@ def _is_dtype_like(output: Any) -> bool:
     return isinstance(output, (type, np.dtype))
 
 
+#: The outputs get_output made (for ``None`` or a dtype), by id: a filter may return another
+#: new array of the same shape and dtype in their place (is_fresh), none of the caller's.
+_FRESH: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def _fresh(array: np.ndarray) -> np.ndarray:
+    _FRESH[id(array)] = array
+    return array
+
+
+def is_fresh(output: np.ndarray) -> bool:
+    """Whether ``output`` is a new array get_output made, which no caller holds yet."""
+    return _FRESH.get(id(output)) is output
+
+
 def get_output(
     output: Any, input: np.ndarray, shape: tuple[int, ...] | None = None, complex_output=False
 ) -> np.ndarray:
@@ -122,20 +138,22 @@ def get_output(
         # Every filter writes every element of a new output: np.empty, not scipy's zeros.
         if complex_output:
             return np.empty(shape, dtype=np.promote_types(input.dtype, np.complex64))
-        return np.empty(shape, dtype=input.dtype.name)
+        return _fresh(np.empty(shape, dtype=input.dtype.name))
     if _is_dtype_like(output):
         if complex_output and np.dtype(output).kind != "c":
             warnings.warn("promoting specified output dtype to complex", stacklevel=3)
             output = np.promote_types(output, np.complex64)
-        return np.zeros(shape, dtype=output)
+        return _fresh(np.zeros(shape, dtype=output))
     if isinstance(output, str):
         dtype = np.dtype(output)
         if complex_output and dtype.kind != "c":
             raise RuntimeError("output must have complex dtype")
         if not issubclass(dtype.type, np.number):
             raise RuntimeError("output must have numeric dtype")
-        return np.zeros(shape, dtype=dtype)
+        return _fresh(np.zeros(shape, dtype=dtype))
     output = np.asarray(output)
+    # Handed on as an explicit output (a filter's inner call): it must be written into.
+    _FRESH.pop(id(output), None)
     if output.shape != shape:
         raise RuntimeError(f"output shape not correct: {output.shape}, expected {shape}")
     if complex_output and output.dtype.kind != "c":

@@ -4,6 +4,7 @@ start-up check and its fallback; slabs beyond the binding limit; caching."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -1013,3 +1014,77 @@ def test_chain_dispatches_are_built_once_per_chain_and_setting(engine, monkeypat
     monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", 0)  # no fusion: two line passes
     chain()
     assert built[-2:] == ["l", "l"]
+
+
+def test_lent_results_are_the_buffers_own_memory_and_come_back(gpu, monkeypatch) -> None:
+    """On a software adapter a float32 chain's result taken as a new array (``lend=True``) is
+    the mapped storage buffer it was computed in (ndpass.LEND_RESULTS): writable, equal to the
+    copied result, never shared by two live results (each kept one keeps its own buffer), valid
+    in a view that outlives its array, and back in the engine once the last array on it is gone
+    (then reused: a steady stream of calls makes no new buffers). Elsewhere the result is
+    copied."""
+    import gc
+
+    rng = np.random.default_rng(17)
+    x = rng.normal(size=(48, 40)).astype(np.float32)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.WRAP))]  # fmt: skip
+    passes = NdPasses(gpu)
+    want = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    passes.wait_baked()
+    want = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    lends = gpu.is_software and "mappable-primary-buffers" in gpu.device.features
+    kept = [correlate1d_chain(x * (k + 1), lines, precision="f32", passes_engine=passes,
+                              lend=True) for k in range(5)]  # fmt: skip
+    assert passes.stats["lent"] == (5 if lends else 0)
+    for k, got in enumerate(kept):
+        np.testing.assert_allclose(got, want * (k + 1), rtol=1e-6, atol=1e-5 * (k + 1))
+        assert got.flags.writeable and got.flags.c_contiguous and got.dtype == np.float32
+        assert isinstance(_owner(got), ndpass._Lease if lends else np.ndarray)
+        assert ndpass.is_lent(got) == lends
+        assert not any(np.may_share_memory(got, other) for other in kept[k + 1 :])
+    out = np.full_like(x, np.nan)  # lent in place of ``out`` too, which stays as it was
+    instead = correlate1d_chain(x, lines, precision="f32", passes_engine=passes, out=out,
+                                lend=True)  # fmt: skip
+    assert (instead is not out and ndpass.is_lent(instead)) if lends else instead is out
+    np.testing.assert_array_equal(instead, want)
+    del instead
+    view = kept[2][5:9, ::3]
+    expected = view.copy()
+    kept[0][...] = 7.0  # a lent result is the caller's to write
+    del kept
+    gc.collect()
+    for _ in range(3):  # the buffers come back and serve the next results
+        again = correlate1d_chain(x, lines, precision="f32", passes_engine=passes, lend=True)
+        np.testing.assert_array_equal(again, want)
+        del again
+    np.testing.assert_array_equal(view, expected)  # its buffer is still its own
+    if lends:
+        assert passes.stats["returned"] >= 4
+        made = passes.stats["buffers"]
+        for _ in range(4):
+            correlate1d_chain(x, lines, precision="f32", passes_engine=passes, lend=True)
+        assert passes.stats["buffers"] == made
+    del view
+    gc.collect()
+    passes.clear()  # buffers lent before a clear come back to nothing: let go
+    correlate1d_chain(x, lines, precision="f32", passes_engine=passes, lend=True)
+    passes.wait_baked()  # the pipelines the clear dropped, compiled again
+    # Not lent where mapped memory may not be the host's (a hardware adapter's).
+    monkeypatch.setattr(passes, "_ctx", dataclasses.replace(gpu, is_software=False))
+    lent = passes.stats["lent"]
+    copied = correlate1d_chain(x, lines, precision="f32", passes_engine=passes, lend=True)
+    assert passes.stats["lent"] == lent and isinstance(_owner(copied), np.ndarray)
+    np.testing.assert_array_equal(copied, want)
+    assert not ndpass.is_lent(copied)
+    out = np.full_like(x, np.nan)
+    into = correlate1d_chain(x, lines, precision="f32", passes_engine=passes, out=out, lend=True)
+    assert into is out
+    np.testing.assert_array_equal(out, want)
+
+
+def _owner(a: np.ndarray) -> object:
+    """What holds an array's memory: the end of its chain of bases."""
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a

@@ -529,3 +529,46 @@ def test_bool_through_several_passes_as_scipy():
                     kw = dict(axis=axis, mode=mode, cval=1.5)
                     _close(getattr(bn, f)(x, **kw), getattr(sn, f)(x, **kw), 1)
         _close(bn.uniform_filter(x, 3), sn.uniform_filter(x, 3), 1)
+
+
+def test_new_float32_results_are_the_gpu_buffers_and_outputs_are_written():
+    """``output=None`` (or a dtype): a float32 result may be the GPU buffer's own memory on a
+    software adapter (ndpass.LEND_RESULTS), equal to scipy and the caller's to keep and write;
+    an output array, a filter's inner calls (complex values, integer outputs, generic_laplace's
+    derivative writing into its output) and the input as its own output are written into."""
+    from blurapp.gpu import ndpass
+
+    engine = ndpass.get_passes()
+    x = (RNG.standard_normal((40, 64)) * 10).astype(np.float32)
+    lent = engine.stats["lent"]
+    results = [bn.gaussian_filter(x, s) for s in (1.0, 2.0, 3.0)]
+    results.append(bn.uniform_filter(x, 5, output=np.float32))
+    w = RNG.standard_normal((5, 4))
+    results += [bn.sobel(x), bn.correlate(x, w)]
+    wants = [sn.gaussian_filter(x, s) for s in (1.0, 2.0, 3.0)]
+    wants += [sn.uniform_filter(x, 5, output=np.float32), sn.sobel(x), sn.correlate(x, w)]
+    for ours, theirs in zip(results, wants, strict=True):
+        _close(ours, theirs, float(np.abs(x).max()) * 4)
+        assert ours.flags.writeable
+    info = engine.context
+    if info.is_software and "mappable-primary-buffers" in info.device.features:
+        assert engine.stats["lent"] == lent + len(results)
+    results[0][...] = 0.0  # the caller's: neither the other results nor the next calls see it
+    _close(results[1], wants[1], float(np.abs(x).max()))
+    _close(bn.gaussian_filter(x, 1.0), wants[0], float(np.abs(x).max()))
+    out = np.full_like(x, np.nan)
+    assert bn.gaussian_filter(x, 2.0, output=out) is out
+    _close(out, wants[1], float(np.abs(x).max()))
+    same = x.copy()
+    assert bn.uniform_filter(same, 5, output=same) is same
+    _close(same, wants[3], float(np.abs(x).max()))
+    z = (x + 1j * x[::-1]).astype(np.complex64)
+    _close(bn.gaussian_filter(z, 2.0), sn.gaussian_filter(z, 2.0), float(np.abs(z).max()))
+    ints = (x * 10).astype(np.int16)
+    _close(bn.uniform_filter(ints, 3), sn.uniform_filter(ints, 3), 0, int_slack=1)
+    _close(bn.laplace(x), sn.laplace(x), float(np.abs(x).max()) * 4)
+    _close(bn.gaussian_laplace(x, 1.5), sn.gaussian_laplace(x, 1.5), float(np.abs(x).max()))
+    x64 = x.astype(np.float64)
+    _close(bn.correlate(x64, w), sn.correlate(x64, w), float(np.abs(x).max() * np.abs(w).sum()))
+    _close(bn.correlate(x, w, output=np.int32), sn.correlate(x, w, output=np.int32), 0,
+           int_slack=1)  # fmt: skip
