@@ -845,7 +845,8 @@ def _forget_copy_pool() -> None:
     _copy_pool_lock = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_copy_pool)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_copy_pool)
 
 
 def _parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
