@@ -962,6 +962,8 @@ def test_transfers_split_between_threads_agree(gpu, monkeypatch) -> None:
         for parallel in (True, False):
             monkeypatch.setattr(ndpass, "PARALLEL_IO", parallel)
             passes = NdPasses(gpu)
+            correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
+            passes.wait_baked()  # both calls below on the unrolled pipelines (one arithmetic)
             plain = correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
             out = np.full_like(x, np.nan)
             into = correlate1d_chain(x, lines, precision=precision, passes_engine=passes, out=out)
