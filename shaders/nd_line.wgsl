@@ -238,14 +238,7 @@ fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
 {% endif %}
 
 {% if shuffle %}
-// The chunk `v` of the invocation `m` lanes on in the subgroup.
-fn shuffled(v: {$ "Chunk" if wide else "vec4<f32>" $}, m: u32) -> {$ "Chunk" if wide else "vec4<f32>" $} {
-{% if wide %}
-    return Chunk(subgroupShuffleDown(v.a, m), subgroupShuffleDown(v.b, m));
-{% else %}
-    return subgroupShuffleDown(v, m);
-{% endif %}
-}
+{% include "nd_shuffle.wgsl" %}
 
 {% endif %}
 @compute @workgroup_size({$ wg $})

@@ -102,14 +102,7 @@ fn element(e: u32) -> f32 {
 @group(0) @binding(3) var<uniform> params: PlaneParams;
 {% if shuffle %}
 
-// The chunk `v` of the invocation `m` lanes on in the subgroup.
-fn shuffled(v: {$ "Chunk" if wide else "vec4<f32>" $}, m: u32) -> {$ "Chunk" if wide else "vec4<f32>" $} {
-{% if wide %}
-    return Chunk(subgroupShuffleDown(v.a, m), subgroupShuffleDown(v.b, m));
-{% else %}
-    return subgroupShuffleDown(v, m);
-{% endif %}
-}
+{% include "nd_shuffle.wgsl" %}
 {% endif %}
 
 override BORDER_MODE_A: i32 = 0;

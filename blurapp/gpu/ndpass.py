@@ -324,12 +324,14 @@ def _line_dispatch(
     lo: int = 0,
     hi: int = 0,
     wide: bool = False,
+    shuffle: bool = False,
 ) -> _Dispatch:
     """A 1-D pass over the (outer, n, inner) view; ``weights`` float64 (df64: already scaled).
     ``edge`` (chunked passes along the last axis): every block ("all"), the blocks ``lo`` to
     ``hi - 1`` ("interior") or the others ("border"). ``wide``: 32-byte accesses where the pass
     takes column groups or chunks of lines of a multiple of 8 (:data:`WIDE_IO`; the device must
-    have :data:`WIDE_FEATURE`)."""
+    have :data:`WIDE_FEATURE`). ``shuffle`` (:data:`SHUFFLE`): interior chunked blocks take
+    the chunks beyond their own from their subgroup's next invocations."""
     outer, n, inner = shape3
     taps = int(weights.shape[0])
     df = precision == "df64"
@@ -401,6 +403,13 @@ def _line_dispatch(
             template.update(wide=True, s0=-centre % 8)
         if edge != "all":
             template["edge"] = edge
+        cw = 8 if template.get("wide") else 4
+        if (
+            shuffle
+            and edge == "interior"
+            and (template["s0"] + block + taps - 1 + cw - 1) // cw > (block // cw)
+        ):
+            template["shuffle"] = True  # the chunks beyond its own from its neighbours
     fallback = (
         functools.partial(
             _line_loop_dispatch, shape3, weights, centre, mode, constant, precision, two_prod
@@ -1631,6 +1640,7 @@ def _line_of(
     lo: int = 0,
     hi: int = 0,
     wide: bool = False,
+    shuffle: bool = False,
 ) -> _Dispatch:
     if precision == "df64":
         weights = np.ldexp(ln.weights, -w_exp)
@@ -1640,7 +1650,7 @@ def _line_of(
         constant = (_f32(ln.constant), 0.0)
     return _line_dispatch(
         shape3, weights, ln.centre, ln.border.mode.value, constant, precision, two_prod, edge,
-        lo, hi, wide,
+        lo, hi, wide, shuffle,
     )  # fmt: skip
 
 
@@ -1669,12 +1679,8 @@ def _line_dispatches(
     hi = min(blocks, (n - block - taps + 1 + ln.centre) // block + 1)
     if lo >= hi:
         return [d]
-    inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi, wide)
-    ti = dict(inner.template)
-    cw = 8 if ti.get("wide") else 4
-    if shuffle and (ti["s0"] + block + taps - 1 + cw - 1) // cw > block // cw:
-        ti["shuffle"] = True
-        inner = dataclasses.replace(inner, template=tuple(sorted(ti.items())))
+    inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi, wide,
+                     shuffle)  # fmt: skip
     if lo + blocks - hi == 0:
         return [inner]
     border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)

@@ -42,6 +42,23 @@ SHAPES = {
 KERNEL_SIZES = (1, 2, 4, 7, 12)  # 12 is longer than every axis above but the 33
 
 
+def _context_with(gpu, feature: str):
+    """The GPU context with a device that has ``feature``: the session's on a software adapter
+    (blurapp.gpu.device asks for it there, which is checked), a new device elsewhere; skipped
+    where the adapter lacks it."""
+    if feature not in gpu.adapter.features:
+        pytest.skip(f"the adapter has no {feature}")
+    if gpu.is_software:
+        assert feature in gpu.device.features  # device.py asked for it
+        return gpu
+    limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
+                                                  "max-buffer-size")}  # fmt: skip
+    device = gpu.adapter.request_device_sync(
+        required_features=[*gpu.device.features, feature], required_limits=limits
+    )
+    return dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+
+
 def _origins(size: int) -> list[int]:
     """The smallest, zero and the largest origin scipy allows for ``size`` weights."""
     return sorted({-(size // 2), 0, (size - 1) // 2})
@@ -742,20 +759,7 @@ def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
     strip widths, origins, NaN and Inf; lines of 4 (mod 8) elements keep the 16-byte path.
     blurapp.gpu.device asks for the feature on software adapters that have it; elsewhere a
     device is made here with it."""
-    import dataclasses
-
-    if ndpass.WIDE_FEATURE not in gpu.adapter.features:
-        pytest.skip(f"the adapter has no {ndpass.WIDE_FEATURE}")
-    if gpu.is_software:
-        assert ndpass.WIDE_FEATURE in gpu.device.features  # device.py asked for it
-        wide_ctx = gpu
-    else:
-        limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
-                                                      "max-buffer-size")}  # fmt: skip
-        device = gpu.adapter.request_device_sync(
-            required_features=[*gpu.device.features, ndpass.WIDE_FEATURE], required_limits=limits
-        )
-        wide_ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+    wide_ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     wide, narrow = NdPasses(wide_ctx), NdPasses(wide_ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused shaders on these small arrays
     rng = np.random.default_rng(23)
@@ -874,21 +878,7 @@ def test_subgroup_shuffled_windows_equal_the_loaded_ones(gpu, monkeypatch) -> No
     and three neighbours away (13-tap strips of 8 columns, 33-tap blocks), both access widths,
     both orders, every border pair, origins, NaN and Inf. blurapp.gpu.device asks for the
     feature on software adapters that have it; elsewhere a device is made here with it."""
-    import dataclasses
-
-    if ndpass.SHUFFLE_FEATURE not in gpu.adapter.features:
-        pytest.skip(f"the adapter has no {ndpass.SHUFFLE_FEATURE}")
-    if gpu.is_software:
-        assert ndpass.SHUFFLE_FEATURE in gpu.device.features  # device.py asked for it
-        ctx = gpu
-    else:
-        limits = {k: gpu.device.limits[k] for k in ("max-storage-buffer-binding-size",
-                                                      "max-buffer-size")}  # fmt: skip
-        device = gpu.adapter.request_device_sync(
-            required_features=[*gpu.device.features, ndpass.SHUFFLE_FEATURE],
-            required_limits=limits,
-        )
-        ctx = dataclasses.replace(gpu, device=device, features=frozenset(device.features))
+    ctx = _context_with(gpu, ndpass.SHUFFLE_FEATURE)
     engine = NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled, fused and split shaders
     rng = np.random.default_rng(31)
