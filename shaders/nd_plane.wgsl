@@ -1,10 +1,12 @@
 // Two 1-D correlation passes in one dispatch, f32: along axis -2 (the rows of each plane, `ta`
 // taps), then along axis -1 (the lines, `tb` taps), of an array viewed as (planes, n0, n1) with
 // n1 a multiple of 4 (blurapp.gpu.ndpass fuses a chain's consecutive passes along the last two
-// axes into this). The same arithmetic as two nd_line.wgsl passes (the same sums, in the same
-// order, folded the same way), without the intermediate going through memory: on lavapipe a
-// storage-buffer access is a loop over the SIMD lanes (Mesa's emit_load_mem), and two passes
-// made four accesses an element where this makes about two.
+// axes into this). The same sums as two nd_line.wgsl passes (folded the same way), in the
+// passes' order or, with `rev`, axis -1's first (which ndpass also takes for a pair along axis
+// -2 first when no border is constant: the same values to rounding), without the intermediate
+// going through memory: on lavapipe a storage-buffer access is a loop over the SIMD lanes
+// (Mesa's emit_load_mem), and two passes made four accesses an element where this makes
+// about two.
 //
 // An invocation computes COLS neighbouring outputs of a line (one vec4 store per 4) for a band
 // of `rows` lines of a plane, walking down them: a window of `ta` input lines x W = COLS + tb - 1
@@ -217,14 +219,10 @@ fn main(
             rowconst);
 {% endfor %}
 {% endmacro %}
-    var t = 0;
-{% for s in range(ta - 1) %}
-    t = {$ s $};
-{$ first_sums(s) $}
-{% endfor %}
-    for (var o = r0; o < r_end; o++) {
+{% macro rev_line(store) %}
         t = o - r0 + {$ ta - 1 $};
 {$ first_sums(ta - 1) $}
+{% if store %}
         let obase = (pbase + u32(o) * params.n1 + u32(j0)) / {$ cw $}u;
 {% for q in range(cols // cw) %}
         if (j0 + {$ cw * q $} < n1) {
@@ -235,11 +233,22 @@ fn main(
             ){% endfor %});
         }
 {% endfor %}
+{% endif %}
 {% for s in range(ta - 1) %}
 {% for c in range(cols) %}
         h{$ s $}_{$ c $} = h{$ s + 1 $}_{$ c $};
 {% endfor %}
 {% endfor %}
+{% endmacro %}
+    // The window's first ta - 1 lines, then the walk. (A loop, not ta - 1 copies of a line's
+    // code: a 17-tap pair's border shader took 11 s to compile and first run on lavapipe with
+    // them unrolled, 0.4 s so.)
+    var t = 0;
+    for (var o = r0 - {$ ta - 1 $}; o < r0; o++) {
+{$ rev_line(false) $}
+    }
+    for (var o = r0; o < r_end; o++) {
+{$ rev_line(true) $}
     }
 {% else %}
 {% for s in range(ta) %}
@@ -247,15 +256,10 @@ fn main(
     var m{$ s $}_{$ w $}: f32;
 {% endfor %}
 {% endfor %}
-    // The window's first ta - 1 lines.
-    var t = 0;
-{% for s in range(ta - 1) %}
-    t = {$ s $};
-{$ load_line(s, "m" ~ s ~ "_") $}
-{% endfor %}
-    for (var o = r0; o < r_end; o++) {
+{% macro fw_line(store) %}
         t = o - r0 + {$ ta - 1 $};
 {$ load_line(ta - 1, "m" ~ (ta - 1) ~ "_") $}
+{% if store %}
         // The first pass's sums over the W columns (the intermediate line), then the second's.
 {% for w in range(W) %}
         let v{$ w $} = select({$ fsum(ta, syma, 0, "m", 0, "_" ~ w) $}, params.constant_b,
@@ -271,11 +275,20 @@ fn main(
             ){% endfor %});
         }
 {% endfor %}
+{% endif %}
 {% for s in range(ta - 1) %}
 {% for w in range(W) %}
         m{$ s $}_{$ w $} = m{$ s + 1 $}_{$ w $};
 {% endfor %}
 {% endfor %}
+{% endmacro %}
+    // The window's first ta - 1 lines, then the walk.
+    var t = 0;
+    for (var o = r0 - {$ ta - 1 $}; o < r0; o++) {
+{$ fw_line(false) $}
+    }
+    for (var o = r0; o < r_end; o++) {
+{$ fw_line(true) $}
     }
 {% endif %}
 }

@@ -41,9 +41,11 @@ ones and longer f32 ones rolled (the taps a loop over the uniform buffer, the bl
 a window of registers that moves by one element a tap: one pipeline for every length up to
 :data:`ROLL_TAPS`); n-D correlations run the kernel as rows along the last axis (nd_taps.wgsl,
 a pipeline per kernel shape). In f32, a chain's consecutive passes along the last two axes
-(axis -2, then axis -1; lines of a multiple of 4 elements, up to :data:`MAX_FUSED_TAPS` taps
-each) run as one dispatch (nd_plane.wgsl): the same sums, without the intermediate array going
-through memory. An array under :data:`SMALL` elements whose pipeline is not
+(either order; lines of a multiple of 4 elements, up to :data:`MAX_FUSED_TAPS` taps each, or
+:data:`MAX_FUSED_TAPS_ROW_FIRST` where the pair runs along axis -1 first) run as one dispatch
+(nd_plane.wgsl): the same sums, without the intermediate array going through memory (a pair
+along axis -2 first with no constant border runs along axis -1 first: the same values to
+rounding, :data:`PLANE_ROW_FIRST`). An array under :data:`SMALL` elements whose pipeline is not
 compiled yet runs a looped one (nd_line_loop, nd_taps_loop: one pipeline per precision and
 border mode) while that one compiles on a background thread for the next calls. On lavapipe a
 storage-buffer access is a loop over the SIMD lanes (Mesa's ``emit_load_mem``), so what costs
@@ -431,6 +433,17 @@ def _line_dispatch(
 #: 19.1-25.8 / 24.2-29.4, 13 taps 30.8-36.8 / 38.6, 17 taps 30.2 / 29.3 (no gain: left
 #: unfused); 1024^2 9 taps 15.6 / 18.0; 256^3 9 taps (axes 1 and 2 fused) 252 / 334.
 MAX_FUSED_TAPS = 13
+#: Pairs along axis -2 then axis -1 whose borders are not constant are computed along axis -1
+#: first (nd_plane.wgsl's `rev`: a window of `ta` lines of COLS first sums instead of `ta`
+#: lines of COLS + tb - 1 inputs): the same linear map (with no constant border, which would
+#: enter the sums at a different stage, the order of two 1-D correlations does not change
+#: them), in another rounding order. GPU ms of the pair on 1080x1920, axis -2 first / -1
+#: first, interleaved, medians of 11: 5 taps 5.09 / 4.88, 9 taps 6.65 / 5.85, 3 taps
+#: 4.72 / 4.42; 17 taps fused 8.13 against 10.13 for its two passes unfused (which 17 taps
+#: in the order of the passes did not beat: 10.18). So such pairs fuse up to
+#: MAX_FUSED_TAPS_ROW_FIRST taps.
+PLANE_ROW_FIRST = True
+MAX_FUSED_TAPS_ROW_FIRST = 17
 #: Outputs along the last axis an invocation of a fused pair computes (a multiple of 4), and
 #: the lines it walks. Whole calls interleaved in one process (load 3.0-3.3), wall ms, 8 / 16
 #: columns: 1080p gaussian sigma=1 17.4 / 15.2, uniform 5 16.5 / 14.7, sobel 12.6 / 11.4; 4K
@@ -465,18 +478,26 @@ SHUFFLE = True
 PLANE_SPLIT = True
 
 
+def _row_first(shape: tuple[int, ...], first: Line, second: Line) -> bool:
+    """Whether a fused pair computes its pass along axis -1 first (nd_plane.wgsl's `rev`):
+    where the chain has it first, and (PLANE_ROW_FIRST) where neither border is constant."""
+    if first.axis == len(shape) - 1:
+        return True
+    return PLANE_ROW_FIRST and BorderMode.CONSTANT not in (first.border.mode, second.border.mode)
+
+
 def _fusable(shape: tuple[int, ...], first: Line, second: Line) -> bool:
     """Whether two consecutive f32 passes run as one fused dispatch (nd_plane.wgsl): along the
     last two axes, either one first, of an array whose lines hold a multiple of 4 elements,
-    both unrolled lengths."""
+    both unrolled lengths, up to MAX_FUSED_TAPS taps (MAX_FUSED_TAPS_ROW_FIRST where the pair
+    runs along axis -1 first)."""
     ndim = len(shape)
-    return (
-        ndim >= 2
-        and {first.axis, second.axis} == {ndim - 2, ndim - 1}
-        and shape[-1] % 4 == 0
-        and max(first.weights.size, second.weights.size) <= min(MAX_FUSED_TAPS,
-                                                                 MAX_UNROLLED_TAPS["f32"])
-    )  # fmt: skip
+    if not (ndim >= 2 and {first.axis, second.axis} == {ndim - 2, ndim - 1} and shape[-1] % 4 == 0):
+        return False
+    if MAX_FUSED_TAPS == 0:  # fusion off
+        return False
+    most = MAX_FUSED_TAPS_ROW_FIRST if _row_first(shape, first, second) else MAX_FUSED_TAPS
+    return max(first.weights.size, second.weights.size) <= min(most, MAX_UNROLLED_TAPS["f32"])
 
 
 def _line_near(centre: int, taps: int, n: int) -> bool:
@@ -537,13 +558,14 @@ def _plane_dispatch(
     shuffle: bool = False,
 ) -> _Dispatch:
     """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
-    -2) as one dispatch (nd_plane.wgsl); the same arithmetic as their two line passes. A small
+    -2) as one dispatch (nd_plane.wgsl); the same sums as their two line passes, along axis
+    -1 first where :func:`_row_first` says so (then in another rounding order). A small
     array's fallback is those two passes. ``wide``: 32-byte accesses (:data:`WIDE_IO`; the
     device must have :data:`WIDE_FEATURE`), taken where the lines allow it. ``edge``: every
     strip ("all"), the strips ``lo`` to ``hi - 1`` ("interior") or the others ("border")."""
     n0, n1 = shape[-2], shape[-1]
-    rev = first.axis == len(shape) - 1
-    line_a, line_b = (second, first) if rev else (first, second)  # along axis -2, axis -1
+    line_a, line_b = (second, first) if first.axis == len(shape) - 1 else (first, second)
+    rev = _row_first(shape, first, second)  # along axis -1 first (line_a: along axis -2)
     planes = math.prod(shape[:-2])
     cols = _plane_cols(n1)
     rows = PLANE_ROWS

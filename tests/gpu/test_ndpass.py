@@ -647,8 +647,9 @@ FUSED_SHAPES = [(1, 4), (5, 8), (3, 16), (37, 12), (70, 36), (2, 9, 20), (2, 1, 
 @pytest.mark.parametrize("mode_a", sorted(MODES))
 def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a: str) -> None:
     """Two f32 passes along axes -2 and -1 run as one dispatch (nd_plane.wgsl) with the same
-    arithmetic as the two line passes: every border pair, origin, folded or plain weights,
-    NaN and Inf, against the unfused passes and the float64 reference."""
+    sums as the two line passes (to rounding where the pair runs along axis -1 first): every
+    border pair, origin, folded or plain weights, NaN and Inf, against the unfused passes and
+    the float64 reference."""
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled and fused shaders
     fused_taps = ndpass.MAX_FUSED_TAPS
     rng = np.random.default_rng(len(mode_a))
@@ -695,6 +696,62 @@ def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a:
     assert {t["rev"] for t in templates} == {True, False} and cases == 35
     # Planes with strips inside the line ran them as a dispatch of their own (PLANE_SPLIT).
     assert {t.get("edge", "all") for t in templates} == {"all", "interior", "border"}
+
+
+def _plane_orders(engine: NdPasses, shape: tuple[int, ...], lines: list[Line]) -> set[bool]:
+    """The `rev` of each fused-pair dispatch a chain runs as (an empty set: no fused pair)."""
+    features = engine.context.device.features
+    dispatches, _ = ndpass._chain_dispatches(
+        shape, lines, "f32", "fma", 0, (0,) * len(lines),
+        ndpass.WIDE_IO and ndpass.WIDE_FEATURE in features,
+        ndpass.SHUFFLE and ndpass.SHUFFLE_FEATURE in features,
+    )  # fmt: skip
+    return {dict(d.template)["rev"] for d in dispatches if d.shader == "nd_plane"}
+
+
+@pytest.mark.parametrize("mode_b", sorted(MODES))
+def test_pairs_without_a_constant_border_run_along_the_last_axis_first(
+    engine, monkeypatch, mode_b: str
+) -> None:
+    """A pair along axis -2 then axis -1 with no constant border runs axis -1's pass first
+    (nd_plane.wgsl's `rev`, ndpass.PLANE_ROW_FIRST): the same values to rounding as the two
+    passes in their order, fused or not, and the reference; NaN where the passes give NaN.
+    Such pairs fuse up to MAX_FUSED_TAPS_ROW_FIRST (17) taps, the others up to
+    MAX_FUSED_TAPS; a constant border keeps the chain's order."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused shaders, not the small fallback
+    rng = np.random.default_rng(40 + len(mode_b))
+    for k, (shape, mode_a) in enumerate(itertools.product(FUSED_SHAPES + [(61, 96)], sorted(MODES))):
+        ta, tb = [(17, 17), (17, 3), (5, 17), (9, 9), (13, 16), (2, 5)][k % 6]
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wa = [wa, wa + wa[::-1], wa - wa[::-1]][k % 3]
+        wb = [wb + wb[::-1], wb, wb - wb[::-1]][k % 3]
+        x = rng.normal(size=shape).astype(np.float32)
+        if k % 4 == 1:
+            x.flat[rng.integers(x.size)] = np.nan
+        nd = len(shape)
+        lines = [Line(nd - 2, wa, MODES[mode_a][0], _origins(ta)[k % len(_origins(ta))], cval=CVAL),
+                 Line(nd - 1, wb, MODES[mode_b][0], _origins(tb)[k % len(_origins(tb))], cval=-2.5)]  # fmt: skip
+        constant = "constant" in (mode_a, mode_b)
+        fuses = max(ta, tb) <= (ndpass.MAX_FUSED_TAPS if constant else ndpass.MAX_FUSED_TAPS_ROW_FIRST)
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        assert _plane_orders(engine, x.shape, lines) == ({not constant} if fuses else set())
+        monkeypatch.setattr(ndpass, "PLANE_ROW_FIRST", False)
+        in_order = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        fused_in_order = max(ta, tb) <= ndpass.MAX_FUSED_TAPS
+        assert _plane_orders(engine, x.shape, lines) == ({False} if fused_in_order else set())
+        monkeypatch.setattr(ndpass, "PLANE_ROW_FIRST", True)
+        want = ndreference.correlate1d_chain(x, lines)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(in_order))
+        finite = np.isfinite(want)
+        sum_w = float(np.abs(wa).sum() * np.abs(wb).sum())
+        scale = sum_w * max(float(np.abs(x[np.isfinite(x)]).max(initial=0.0)), CVAL) + 2.5 * float(
+            np.abs(wb).sum()
+        )
+        if finite.any():
+            assert _rel_err(got[finite], want[finite], scale) < 4 * (ta + tb) * 2.0**-24
+            in_order_f = in_order[finite].astype(np.float64)
+            assert _rel_err(got[finite], in_order_f, scale) < 8 * (ta + tb) * 2.0**-24
 
 
 def test_fused_pair_in_a_longer_chain_and_small_arrays(gpu) -> None:
