@@ -694,8 +694,11 @@ def test_fused_last_two_axes_equal_their_two_passes(engine, monkeypatch, mode_a:
         cases += 1
     templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_plane"]
     assert {t["rev"] for t in templates} == {True, False} and cases == 35
-    # Planes with strips inside the line ran them as a dispatch of their own (PLANE_SPLIT).
+    # Planes with strips inside the line ran them as a dispatch of their own (PLANE_SPLIT),
+    # the border strips in smaller workgroups (PLANE_BORDER_WG).
     assert {t.get("edge", "all") for t in templates} == {"all", "interior", "border"}
+    assert {t["wg"] for t in templates if t.get("edge") == "border"} == {ndpass.PLANE_BORDER_WG}
+    assert ndpass.PLANE_BORDER_WG < ndpass._WG
 
 
 def _plane_orders(engine: NdPasses, shape: tuple[int, ...], lines: list[Line]) -> set[bool]:
