@@ -618,7 +618,13 @@ def _plane_dispatch(
             ]
 
     return _Dispatch(
-        "nd_plane", tuple(sorted(template.items())), modes, uniforms, b"", invocations, fallback,
+        "nd_plane",
+        tuple(sorted(template.items())),
+        modes,
+        uniforms,
+        b"",
+        invocations,
+        fallback,
         wg=wg,
     )
 

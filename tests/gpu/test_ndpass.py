@@ -723,7 +723,8 @@ def test_pairs_without_a_constant_border_run_along_the_last_axis_first(
     MAX_FUSED_TAPS; a constant border keeps the chain's order."""
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused shaders, not the small fallback
     rng = np.random.default_rng(40 + len(mode_b))
-    for k, (shape, mode_a) in enumerate(itertools.product(FUSED_SHAPES + [(61, 96)], sorted(MODES))):
+    shapes = [*FUSED_SHAPES, (61, 96)]
+    for k, (shape, mode_a) in enumerate(itertools.product(shapes, sorted(MODES))):
         ta, tb = [(17, 17), (17, 3), (5, 17), (9, 9), (13, 16), (2, 5)][k % 6]
         wa, wb = rng.normal(size=ta), rng.normal(size=tb)
         wa = [wa, wa + wa[::-1], wa - wa[::-1]][k % 3]
@@ -732,10 +733,12 @@ def test_pairs_without_a_constant_border_run_along_the_last_axis_first(
         if k % 4 == 1:
             x.flat[rng.integers(x.size)] = np.nan
         nd = len(shape)
-        lines = [Line(nd - 2, wa, MODES[mode_a][0], _origins(ta)[k % len(_origins(ta))], cval=CVAL),
-                 Line(nd - 1, wb, MODES[mode_b][0], _origins(tb)[k % len(_origins(tb))], cval=-2.5)]  # fmt: skip
+        oa, ob = _origins(ta)[k % len(_origins(ta))], _origins(tb)[k % len(_origins(tb))]
+        lines = [Line(nd - 2, wa, MODES[mode_a][0], oa, cval=CVAL),
+                 Line(nd - 1, wb, MODES[mode_b][0], ob, cval=-2.5)]  # fmt: skip
         constant = "constant" in (mode_a, mode_b)
-        fuses = max(ta, tb) <= (ndpass.MAX_FUSED_TAPS if constant else ndpass.MAX_FUSED_TAPS_ROW_FIRST)
+        most = ndpass.MAX_FUSED_TAPS if constant else ndpass.MAX_FUSED_TAPS_ROW_FIRST
+        fuses = max(ta, tb) <= most
         got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
         assert _plane_orders(engine, x.shape, lines) == ({not constant} if fuses else set())
         monkeypatch.setattr(ndpass, "PLANE_ROW_FIRST", False)
