@@ -159,6 +159,20 @@ fn load_el(base: u32, col: i32) -> f32 {
     }
 {% endmacro %}
 
+// The walk of a band: the window's first ta - 1 lines (`line(false)`: loaded, nothing
+// stored), then one output line a step (`line(true)`). A loop, not ta - 1 copies of a line's
+// code: a 17-tap pair's border shader took 11 s to compile and first run on lavapipe with
+// them unrolled, 0.4 s so.
+{% macro walk(line) %}
+    var t = 0;
+    for (var o = r0 - {$ ta - 1 $}; o < r0; o++) {
+{$ line(false) $}
+    }
+    for (var o = r0; o < r_end; o++) {
+{$ line(true) $}
+    }
+{% endmacro %}
+
 @compute @workgroup_size({$ wg $})
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -240,16 +254,7 @@ fn main(
 {% endfor %}
 {% endfor %}
 {% endmacro %}
-    // The window's first ta - 1 lines, then the walk. (A loop, not ta - 1 copies of a line's
-    // code: a 17-tap pair's border shader took 11 s to compile and first run on lavapipe with
-    // them unrolled, 0.4 s so.)
-    var t = 0;
-    for (var o = r0 - {$ ta - 1 $}; o < r0; o++) {
-{$ rev_line(false) $}
-    }
-    for (var o = r0; o < r_end; o++) {
-{$ rev_line(true) $}
-    }
+{$ walk(rev_line) $}
 {% else %}
 {% for s in range(ta) %}
 {% for w in range(W) %}
@@ -282,13 +287,6 @@ fn main(
 {% endfor %}
 {% endfor %}
 {% endmacro %}
-    // The window's first ta - 1 lines, then the walk.
-    var t = 0;
-    for (var o = r0 - {$ ta - 1 $}; o < r0; o++) {
-{$ fw_line(false) $}
-    }
-    for (var o = r0; o < r_end; o++) {
-{$ fw_line(true) $}
-    }
+{$ walk(fw_line) $}
 {% endif %}
 }
