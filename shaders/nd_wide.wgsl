@@ -3,7 +3,18 @@
 // array<vec4<u64>>, each access 8 floats as bit patterns, split and packed with bitcasts (the
 // values are untouched). lavapipe's per-lane loop over a storage access costs per access and
 // lane more than per byte, so these take about half the per-lane work of vec4<f32> accesses.
+{% if texin | default(false) %}
+// `texin`: the input is also an rgba32float texture, the array's texels (4 floats each) in
+// rows of {$ texw $} (texel t at (t mod texw, t / texw)), where a texel fetch is cheaper than a
+// storage load (lavapipe: unrolled per lane, no loop with a vector rebuilt through memory).
+@group(0) @binding(4) var srct: texture_2d<f32>;
 @group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
+fn texel(t: u32) -> vec4<f32> {
+    return textureLoad(srct, vec2<u32>(t % {$ texw $}u, t / {$ texw $}u), 0);
+}
+{% else %}
+@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
+{% endif %}
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
 
 struct Chunk {
@@ -25,7 +36,11 @@ fn unpacked(v: vec4<u64>) -> Chunk {
 
 // Elements 8 i .. 8 i + 7 of the array.
 fn chunk(i: u32) -> Chunk {
+{% if texin | default(false) %}
+    return Chunk(texel(2u * i), texel(2u * i + 1u));
+{% else %}
     return unpacked(src[i]);
+{% endif %}
 }
 
 fn put(i: u32, a: vec4<f32>, b: vec4<f32>) {

@@ -855,6 +855,89 @@ def test_wide_fused_pairs_equal_the_16_byte_ones(gpu, monkeypatch) -> None:
     assert not any(dict(key[1]).get("wide") for key in narrow._pipelines if key[0] == "nd_plane")
 
 
+@pytest.mark.parametrize("width", [1024, 16])
+def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, width) -> None:
+    """A wide fused pair's interior strips read the input as a texture (ndpass.TEXTURE_INPUT,
+    filled by a copy on the GPU just before them, also after other passes of a chain): the
+    same values bit for bit as their storage loads, on every border pair, both orders, origins,
+    NaN and Inf; texels filling whole texture rows or not (TEXTURE_WIDTH 16: many rows); a
+    repeated call makes no new texture."""
+    ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
+    textured, plain = NdPasses(ctx), NdPasses(ctx)
+    monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused, split shaders on these small arrays
+    monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", width)
+    monkeypatch.setattr(ndpass, "WIDE_IO", True)
+    rng = np.random.default_rng(29)
+    shapes = [(37, 64), (70, 48), (300, 40), (64, 256), (2, 9, 40), (4, 40, 64)]
+    modes = sorted(MODES)
+    for k, shape in enumerate(shapes * 4):
+        ta, tb = [(3, 3), (5, 5), (1, 9), (9, 5), (4, 6), (13, 2), (2, 13)][k % 7]
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wb = [wb, wb + wb[::-1], wb - wb[::-1]][k % 3]
+        oa = _origins(ta)[k % len(_origins(ta))]
+        ob = _origins(tb)[(k // 3) % len(_origins(tb))]
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = -np.inf
+        nd = len(shape)
+        lines = [Line(nd - 2, wa, MODES[modes[k % 5]][0], oa, cval=CVAL),
+                 Line(nd - 1, wb, MODES[modes[(k // 5) % 5]][0], ob, cval=-2.5)]  # fmt: skip
+        if k % 2:
+            lines.reverse()
+        if nd == 3 and k % 3 == 0:  # a line pass first: the texture is filled from its output
+            lines.insert(0, Line(0, rng.normal(size=3), MODES[modes[k % 5]][0], 0, cval=CVAL))
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=textured)
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
+        want = correlate1d_chain(x, lines, precision="f32", passes_engine=plain)
+        np.testing.assert_array_equal(got, want)
+    templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_plane"]
+    assert any(t.get("texin") for t in templates)
+    assert not any(dict(key[1]).get("texin") for key in plain._pipelines)
+    assert textured.stats["textures"] >= 1
+    monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+    made = textured.stats["textures"]
+    correlate1d_chain(x, lines, precision="f32", passes_engine=textured)
+    assert textured.stats["textures"] == made
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
+    """Wide column-group passes (unrolled and rolled) and chunked passes' interior blocks read
+    their input as a texture (ndpass.TEXTURE_LINES), each after a copy of the previous pass's
+    output into it: the same values bit for bit as their storage loads, origins, NaN and Inf,
+    texture rows filled or not."""
+    ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
+    textured, plain = NdPasses(ctx), NdPasses(ctx)
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "WIDE_IO", True)
+    monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS_ROW_FIRST", 0)  # line passes, not fused pairs
+    monkeypatch.setattr(ndpass, "MAX_FUSED_TAPS", 0)
+    monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", 16)
+    border = MODES[mode][0]
+    rng = np.random.default_rng(31 + len(mode))
+    for k, (shape, taps) in enumerate([((40, 96), (9, 25)), ((70, 64), (25, 17)),
+                                       ((3, 30, 48), (65, 5)), ((90, 32), (3, 33))]):  # fmt: skip
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        nd = len(shape)
+        origins = [_origins(t)[k % 3] for t in taps]
+        lines = [Line(nd - 2, rng.normal(size=taps[0]), border, origins[0], cval=CVAL),
+                 Line(nd - 1, rng.normal(size=taps[1]), border, origins[1], cval=CVAL)]  # fmt: skip
+        if k % 2:
+            lines.reverse()
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=textured)
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
+        want = correlate1d_chain(x, lines, precision="f32", passes_engine=plain)
+        np.testing.assert_array_equal(got, want)
+    templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_line"]
+    assert any(t.get("texin") and t.get("groups") for t in templates)
+    assert any(t.get("texin") and t.get("roll") for t in templates)
+    assert any(t.get("texin") and t.get("chunked") for t in templates)
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_last_axis_passes_split_at_the_borders(engine, monkeypatch, mode: str) -> None:
     """A chunked f32 pass along the last axis runs its interior blocks as a dispatch without
