@@ -46,6 +46,19 @@ struct TapsParams {
 // row, KW a row: f32, or 4 words (hi, lo, hi's top 12 bits, hi's rest) for df64.
 @group(0) @binding(2) var<storage, read> taps: array<u32>;
 @group(0) @binding(3) var<uniform> params: TapsParams;
+{% if texin | default(false) %}
+// `texin` (f32): the input is also an r32float texture, element e at (e mod texw, e / texw)
+// (blurapp.gpu.ndpass's TEXTURE_INPUT): on lavapipe a texel fetch is unrolled per lane where a
+// storage load is a loop over the lanes.
+@group(0) @binding(4) var srct: texture_2d<f32>;
+fn load_src(e: u32) -> f32 {
+    return textureLoad(srct, vec2<u32>(e % {$ texw $}u, e / {$ texw $}u), 0).x;
+}
+{% else %}
+fn load_src(e: u32) -> {$ elem $} {
+    return src[e];
+}
+{% endif %}
 
 {% include "nd_border.wgsl" %}
 {% if df %}
@@ -102,7 +115,7 @@ fn main(
 {% for j in range(loads) %}
         var v{$ j $} = {$ "params.constant" if df else "params.constant.x" $};
         if (!outside && s{$ j $} >= 0) {
-            v{$ j $} = src[u32(base + s{$ j $})];
+            v{$ j $} = load_src(u32(base + s{$ j $}));
         }
 {% endfor %}
 {% if df %}

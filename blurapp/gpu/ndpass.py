@@ -215,9 +215,10 @@ class _Dispatch:
     # and border strips of one fused pair); the ping-pong swaps after the pair.
     swap: bool = True
     wg: int = _WG  # invocations per workgroup (the template's `wg`)
-    # The dispatch also reads its input as a texture (TEXTURE_INPUT): NdPasses.run copies the
-    # input buffer into the array's texture before it.
-    texin: bool = False
+    # The dispatch also reads its input as a texture of this format (TEXTURE_INPUT;
+    # "rgba32float" or "r32float"): NdPasses.run copies the input buffer into the array's
+    # texture of that format before it.
+    texin: str = ""
 
 
 def _groups(total: int, wg: int = _WG) -> tuple[int, int]:
@@ -501,6 +502,8 @@ TEXTURE_WIDTH = 1024
 #: The line passes too (wide column-group passes, chunked passes' interior blocks), each after
 #: a copy of its input into the texture.
 TEXTURE_LINES = True
+#: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
+TEXTURE_TAPS = True
 
 
 def _row_first(shape: tuple[int, ...], first: Line, second: Line) -> bool:
@@ -656,7 +659,7 @@ def _plane_dispatch(
         invocations,
         fallback,
         wg=wg,
-        texin=texin,
+        texin="rgba32float" if texin else "",
     )
 
 
@@ -862,9 +865,8 @@ class _ArrayBuffers:
     mapped: bool = False
     # Buffers of this size whose lent results came back (LEND_RESULTS), for the next one lent.
     spare: list[Any] = field(default_factory=list)
-    # The texture that texin dispatches read (TEXTURE_INPUT) and its view, made when needed.
-    texture: Any = None
-    texture_view: Any = None
+    # The textures that texin dispatches read (TEXTURE_INPUT), by format: (texture, view).
+    textures: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def forget(self, buffer: Any) -> None:
         """Drop the bind groups that bind ``buffer`` (it is let go)."""
@@ -1056,7 +1058,7 @@ class NdPasses:
             encoder = device.create_command_encoder()
             src, dst = bufs.a, bufs.b
             compute = None
-            textured = None  # the buffer whose contents the texture holds
+            textured = None  # the buffer whose contents a texture holds, and its format
             dispatches = [r for d in dispatches for r in self._ready(d)]
             self._ensure_slots(len(dispatches), max((len(d.data) for d in dispatches), default=0))
             for i, d in enumerate(dispatches):
@@ -1069,12 +1071,12 @@ class NdPasses:
                     device.queue.write_buffer(self._data[i], 0, d.data)
                     self._data_held[i] = d.data
                 pipeline = self._pipeline(d)
-                if d.texin and textured is not src:
+                if d.texin and textured != (src, d.texin):
                     if compute is not None:
                         compute.end()
                         compute = None
-                    self._fill_texture(encoder, bufs, src, data.size)
-                    textured = src
+                    self._fill_texture(encoder, bufs, src, data.size, d.texin)
+                    textured = (src, d.texin)
                 group = self._bind_group(bufs, src, dst, i, d.texin)
                 # One compute pass for all: each dispatch is its own usage scope in WebGPU, so
                 # the next one sees this one's writes.
@@ -1114,40 +1116,46 @@ class NdPasses:
     def textures(self, elements: int) -> bool:
         """Whether dispatches over an f32 array of ``elements`` may read it as a texture
         (:data:`TEXTURE_INPUT`: software adapters, whose texel fetches are cheaper than their
-        storage loads; the texels' rows within the device's 2-D texture limit)."""
-        if not TEXTURE_INPUT or elements % 4:
+        storage loads; the texture's rows of TEXTURE_WIDTH * 4 floats within the device's 2-D
+        texture limit)."""
+        if not TEXTURE_INPUT or not elements:
             return False
         if not self.context.is_software and TEXTURE_INPUT != "always":  # "always": tests
             return False
-        rows = -(-elements // 4 // TEXTURE_WIDTH)
-        return 0 < rows <= int(self.context.device.limits["max-texture-dimension-2d"])
+        rows = -(-elements // (4 * TEXTURE_WIDTH))
+        return rows <= int(self.context.device.limits["max-texture-dimension-2d"])
 
-    def _fill_texture(self, encoder: Any, bufs: _ArrayBuffers, src: Any, elements: int) -> None:
-        """Record the copy of ``src``'s ``elements`` floats into ``bufs``'s texture (made on
-        first use): whole rows of TEXTURE_WIDTH texels, then the last row's part."""
+    def _fill_texture(
+        self, encoder: Any, bufs: _ArrayBuffers, src: Any, elements: int, fmt: str
+    ) -> None:
+        """Record the copy of ``src``'s ``elements`` floats into ``bufs``'s texture of format
+        ``fmt`` (made on first use; rows of TEXTURE_WIDTH * 4 floats): the whole rows, then
+        the last row's part."""
         import wgpu
 
-        texels = elements // 4
-        full, rest = divmod(texels, TEXTURE_WIDTH)
-        if bufs.texture is None:
-            bufs.texture = self.context.device.create_texture(
-                size=(TEXTURE_WIDTH, full + (rest > 0), 1),
-                format="rgba32float",
+        texel = 16 if fmt == "rgba32float" else 4  # bytes
+        width = TEXTURE_WIDTH * 16 // texel
+        full, rest = divmod(elements * 4 // texel, width)
+        made = bufs.textures.get(fmt)
+        if made is None:
+            texture = self.context.device.create_texture(
+                size=(width, full + (rest > 0), 1),
+                format=fmt,
                 usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
             )
-            bufs.texture_view = bufs.texture.create_view()
+            made = bufs.textures[fmt] = (texture, texture.create_view())
             self.stats["textures"] += 1
         row = TEXTURE_WIDTH * 16
         if full:
             encoder.copy_buffer_to_texture(
                 {"buffer": src, "offset": 0, "bytes_per_row": row, "rows_per_image": full},
-                {"texture": bufs.texture},
-                (TEXTURE_WIDTH, full, 1),
+                {"texture": made[0]},
+                (width, full, 1),
             )
         if rest:
             encoder.copy_buffer_to_texture(
                 {"buffer": src, "offset": full * row, "bytes_per_row": row, "rows_per_image": 1},
-                {"texture": bufs.texture, "origin": (0, full, 0)},
+                {"texture": made[0], "origin": (0, full, 0)},
                 (rest, 1, 1),
             )
 
@@ -1221,7 +1229,7 @@ class NdPasses:
         key = (nbytes, mapped)
         if key not in self._arrays:
             held = sum((2 + len(b.spare) if b.mapped else 3) * b.nbytes
-                       + (b.texture is not None) * b.nbytes
+                       + len(b.textures) * b.nbytes
                        for b in self._arrays.values())  # fmt: skip
             if held + count * nbytes > KEPT_BYTES and len(self._arrays):
                 # Large arrays: the other sizes' buffers go first (GPU memory, not a count,
@@ -1282,7 +1290,7 @@ class NdPasses:
         return self._layout[1 if texin else 0]
 
     def _bind_group(
-        self, bufs: _ArrayBuffers, src: Any, dst: Any, slot: int, texin: bool = False
+        self, bufs: _ArrayBuffers, src: Any, dst: Any, slot: int, texin: str = ""
     ) -> Any:
         key = (src, dst, slot, texin)
         group = bufs.bind_groups.get(key)
@@ -1294,9 +1302,9 @@ class NdPasses:
                 {"binding": 3, "resource": {"buffer": self._uniforms[slot]}},
             ]
             if texin:
-                entries.append({"binding": 4, "resource": bufs.texture_view})
+                entries.append({"binding": 4, "resource": bufs.textures[texin][1]})
             group = self.context.device.create_bind_group(
-                layout=self._layouts(texin)[0], entries=entries
+                layout=self._layouts(bool(texin))[0], entries=entries
             )
             self.stats["bind_groups"] += 1
             bufs.bind_groups[key] = group
@@ -1313,7 +1321,7 @@ class NdPasses:
         self.stats["pipelines"] += 1
         return device.create_compute_pipeline(
             label=d.shader,
-            layout=self._layouts(d.texin)[1],
+            layout=self._layouts(bool(d.texin))[1],
             compute={"module": module, "entry_point": "main", "constants": dict(d.constants)},
         )
 
@@ -1823,12 +1831,13 @@ def _line_dispatches(
     return [dataclasses.replace(inner, swap=False), border]
 
 
-def _textured(d: _Dispatch) -> _Dispatch:
-    """``d`` (a wide pass) reading its input as a texture (:data:`TEXTURE_INPUT`): no
-    shuffles, which on lavapipe are per-lane loops through memory as storage loads are."""
+def _textured(d: _Dispatch, fmt: str = "rgba32float") -> _Dispatch:
+    """``d`` (a wide pass, or with ``fmt`` "r32float" an f32 nd_taps pass) reading its input as
+    a texture (:data:`TEXTURE_INPUT`): no shuffles, which on lavapipe are per-lane loops
+    through memory as storage loads are."""
     t = {k: v for k, v in d.template if k != "shuffle"}
-    t.update(texin=True, texw=TEXTURE_WIDTH)
-    return dataclasses.replace(d, template=tuple(sorted(t.items())), texin=True)
+    t.update(texin=True, texw=TEXTURE_WIDTH * (4 if fmt == "r32float" else 1))
+    return dataclasses.replace(d, template=tuple(sorted(t.items())), texin=fmt)
 
 
 def _line_in_slabs(
@@ -2006,6 +2015,8 @@ def _nd_gpu(
         total = None
         for wp, cp in pieces:
             d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)
+            if not df and TEXTURE_TAPS and engine.textures(piece.size):
+                d = _textured(d, "r32float")
             if piece.size < _small():  # one piece: the looped shader while this one compiles
                 loop = functools.partial(_taps_loop_dispatch, piece.shape, kept, centres, modes,
                                          const_pair, precision, two_prod)  # fmt: skip

@@ -939,6 +939,37 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
+def test_nd_correlations_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
+    """f32 n-D correlations (nd_taps.wgsl) read their input from an r32float texture
+    (ndpass.TEXTURE_TAPS): the same values bit for bit as their storage loads on awkward
+    shapes (1 element, odd sizes, a kernel larger than the array, 1-D to 3-D), origins, zero
+    taps over NaN, Inf; texture rows filled or not (TEXTURE_WIDTH 16: rows of 64)."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", 16)
+    textured, plain = NdPasses(gpu), NdPasses(gpu)
+    border = MODES[mode][0]
+    rng = np.random.default_rng(37 + len(mode))
+    cases = [((1, 1), (3, 3)), ((37, 45), (9, 9)), ((5, 7), (9, 11)), ((130,), (7,)),
+             ((4, 9, 21), (3, 2, 5)), ((64, 64), (1, 17))]  # fmt: skip
+    for k, (shape, wshape) in enumerate(cases):
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        w = rng.normal(size=wshape)
+        w.flat[0] = 0.0  # skipped, as scipy skips it: the NaN under it does not spread
+        origins = [_origins(n)[k % len(_origins(n))] for n in wshape]
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+        got = correlate_nd(
+            x, w, border, origins, precision="f32", cval=CVAL, passes_engine=textured
+        )
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
+        want = correlate_nd(x, w, border, origins, precision="f32", cval=CVAL, passes_engine=plain)
+        np.testing.assert_array_equal(got, want)
+    assert any(dict(key[1]).get("texin") for key in textured._pipelines if key[0] == "nd_taps")
+    assert textured.stats["textures"] >= 1 and plain.stats["textures"] == 0
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
 def test_last_axis_passes_split_at_the_borders(engine, monkeypatch, mode: str) -> None:
     """A chunked f32 pass along the last axis runs its interior blocks as a dispatch without
     border code and the others after it (ndpass.PLANE_SPLIT): the same values bit for bit as
