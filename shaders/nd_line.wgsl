@@ -199,6 +199,12 @@ fn load_pair(row: u32, s: i32, jv: u32) -> Chunk {
 {% else %}
 @group(0) @binding(0) var<storage, read> src: array<{$ mem $}>;
 @group(0) @binding(1) var<storage, read_write> dst: array<{$ mem $}>;
+{% if texin | default(false) %}
+// `texin` (f32, `roll`): the input also as a texture, r32float for `vec` 1 or rgba32float for
+// `vec` 4, index t at (t mod texw, t / texw) (blurapp.gpu.ndpass's TEXTURE_INPUT; nd_wide.wgsl's
+// says why).
+@group(0) @binding(4) var srct: texture_2d<f32>;
+{% endif %}
 {% endif %}
 @group(0) @binding(3) var<uniform> params: LineParams;
 
@@ -233,7 +239,12 @@ fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
         return {$ mem $}(params.constant.x);
 {% endif %}
     }
+{% if texin | default(false) %}
+    let t = (row + u32(s)) * params.inner_v + jv;
+    return textureLoad(srct, vec2<u32>(t % {$ texw $}u, t / {$ texw $}u), 0){% if vec == 1 %}.x{% endif %};
+{% else %}
     return src[(row + u32(s)) * params.inner_v + jv];
+{% endif %}
 }
 {% endif %}
 

@@ -1813,6 +1813,8 @@ def _line_dispatches(
     texin = texin and TEXTURE_LINES and d.fallback is None
     if texin and t.get("wide") and t.get("groups", 1) > 1:
         return [_textured(d)]
+    if texin and precision == "f32" and t.get("roll") and not t.get("wide"):  # rolled, scalar
+        return [_textured(d, "r32float" if t["vec"] == 1 else "rgba32float")]
     if not PLANE_SPLIT or not t.get("chunked") or d.fallback is not None:
         return [d]
     n, block, taps = shape3[1], t["block"], t["taps"]

@@ -903,10 +903,10 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
-    """Wide column-group passes (unrolled and rolled) and chunked passes' interior blocks read
-    their input as a texture (ndpass.TEXTURE_LINES), each after a copy of the previous pass's
-    output into it: the same values bit for bit as their storage loads, origins, NaN and Inf,
-    texture rows filled or not."""
+    """Wide column-group passes (unrolled and rolled), chunked passes' interior blocks and
+    rolled scalar or vec4 passes read their input as a texture (ndpass.TEXTURE_LINES), each
+    after a copy of the previous pass's output into it: the same values bit for bit as their
+    storage loads, origins, NaN and Inf, texture rows filled or not."""
     ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     textured, plain = NdPasses(ctx), NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)
@@ -917,7 +917,8 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     border = MODES[mode][0]
     rng = np.random.default_rng(31 + len(mode))
     for k, (shape, taps) in enumerate([((40, 96), (9, 25)), ((70, 64), (25, 17)),
-                                       ((3, 30, 48), (65, 5)), ((90, 32), (3, 33))]):  # fmt: skip
+                                       ((3, 30, 48), (65, 5)), ((90, 32), (3, 33)),
+                                       ((30, 37), (65, 21)), ((70, 12), (25, 3))]):  # fmt: skip
         x = rng.normal(size=shape).astype(np.float32)
         x.flat[rng.integers(x.size)] = np.nan
         x.flat[rng.integers(x.size)] = np.inf
@@ -936,6 +937,7 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     assert any(t.get("texin") and t.get("groups") for t in templates)
     assert any(t.get("texin") and t.get("roll") for t in templates)
     assert any(t.get("texin") and t.get("chunked") for t in templates)
+    assert {t["vec"] for t in templates if t.get("texin") and not t.get("wide")} == {1, 4}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
