@@ -1056,10 +1056,12 @@ def test_subgroup_shuffled_windows_equal_the_loaded_ones(gpu, monkeypatch) -> No
     two lines, two bands or two planes, where the last workgroup is partly empty, one and two
     and three neighbours away (13-tap strips of 8 columns, 33-tap blocks), both access widths,
     both orders, every border pair, origins, NaN and Inf. blurapp.gpu.device asks for the
-    feature on software adapters that have it; elsewhere a device is made here with it."""
+    feature on software adapters that have it; elsewhere a device is made here with it.
+    Storage loads only: passes that read a texture (ndpass.TEXTURE_INPUT) take no shuffles."""
     ctx = _context_with(gpu, ndpass.SHUFFLE_FEATURE)
     engine = NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the unrolled, fused and split shaders
+    monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
     rng = np.random.default_rng(31)
     modes = sorted(MODES)
     # Strips or blocks per line that are no multiple of a subgroup, several bands and planes.
