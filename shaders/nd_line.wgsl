@@ -59,7 +59,8 @@
 //
 // Template parameters: `roll`, `groups`, `wide`, `shuffle`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
-// `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64).
+// `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64), `texin` and
+// `texw` (f32, wide or rolled: the input read as a texture, blurapp.gpu.ndpass's TEXTURE_INPUT).
 // Override constant: BORDER_MODE.
 
 {% set df = precision == "df64" %}
