@@ -499,8 +499,8 @@ PLANE_BORDER_WG = 32
 #: ``"always"`` takes it on any adapter (the tests, on a hardware GPU).
 TEXTURE_INPUT: bool | str = True
 TEXTURE_WIDTH = 1024
-#: The line passes too (wide column-group passes, chunked passes' interior blocks), each after
-#: a copy of its input into the texture.
+#: The line passes too (wide column-group passes, chunked passes' interior blocks, rolled
+#: passes that are not wide), each after a copy of its input into the texture.
 TEXTURE_LINES = True
 #: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
 TEXTURE_TAPS = True
@@ -1806,8 +1806,8 @@ def _line_dispatches(
     buffers where its lines have blocks whose window lies inside (:data:`PLANE_SPLIT`): those
     blocks without border code, then the others (as :func:`_plane_dispatches`). ``shuffle``
     (:data:`SHUFFLE`): the interior blocks take the chunks beyond their own from their
-    subgroup's next invocations. ``texin`` (:data:`TEXTURE_LINES`): wide column-group passes
-    and interior blocks read the input as a texture."""
+    subgroup's next invocations. ``texin`` (:data:`TEXTURE_LINES`): wide column-group passes,
+    wide interior blocks and rolled f32 passes read the input as a texture."""
     d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, wide=wide)
     t = dict(d.template)
     texin = texin and TEXTURE_LINES and d.fallback is None
@@ -1834,9 +1834,9 @@ def _line_dispatches(
 
 
 def _textured(d: _Dispatch, fmt: str = "rgba32float") -> _Dispatch:
-    """``d`` (a wide pass, or with ``fmt`` "r32float" an f32 nd_taps pass) reading its input as
-    a texture (:data:`TEXTURE_INPUT`): no shuffles, which on lavapipe are per-lane loops
-    through memory as storage loads are."""
+    """``d`` (a wide pass, a rolled f32 line pass, or an f32 nd_taps pass) reading its input
+    as a texture of format ``fmt`` (:data:`TEXTURE_INPUT`): no shuffles, which on lavapipe
+    are per-lane loops through memory as storage loads are."""
     t = {k: v for k, v in d.template if k != "shuffle"}
     t.update(texin=True, texw=TEXTURE_WIDTH * (4 if fmt == "r32float" else 1))
     return dataclasses.replace(d, template=tuple(sorted(t.items())), texin=fmt)
