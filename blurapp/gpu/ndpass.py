@@ -564,7 +564,8 @@ def _plane_dispatches(
     whose window lies inside the line (:data:`PLANE_SPLIT`): those strips without any border
     code (on lavapipe the border code runs, masked, for every line of every strip: 20-30 % of
     the pass), then the others. A small array (whose fallback is the two line passes) keeps one
-    dispatch."""
+    dispatch. ``texin`` (:data:`TEXTURE_INPUT`): wide interior strips read the input as a
+    texture (:func:`_textured`)."""
     n1 = shape[-1]
     line_b = first if first.axis == len(shape) - 1 else second
     cols = _plane_cols(n1)
@@ -573,7 +574,9 @@ def _plane_dispatches(
     hi = min(strips, (n1 - (cols + line_b.weights.size - 1) + line_b.centre) // cols + 1)
     if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
         return [_plane_dispatch(shape, first, second, wide)]
-    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle, texin)
+    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle)
+    if texin and dict(inner.template).get("wide"):
+        inner = _textured(inner)
     if lo + strips - hi == 0:
         return [inner]
     border = _plane_dispatch(shape, first, second, wide, "border", lo, hi)
@@ -589,16 +592,13 @@ def _plane_dispatch(
     lo: int = 0,
     hi: int = 0,
     shuffle: bool = False,
-    texin: bool = False,
 ) -> _Dispatch:
     """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
     -2) as one dispatch (nd_plane.wgsl); the same sums as their two line passes, along axis
     -1 first where :func:`_row_first` says so (then in another rounding order). A small
     array's fallback is those two passes. ``wide``: 32-byte accesses (:data:`WIDE_IO`; the
     device must have :data:`WIDE_FEATURE`), taken where the lines allow it. ``edge``: every
-    strip ("all"), the strips ``lo`` to ``hi - 1`` ("interior") or the others ("border").
-    ``texin``: wide interior strips read the input as a texture (:data:`TEXTURE_INPUT`), with
-    no shuffles."""
+    strip ("all"), the strips ``lo`` to ``hi - 1`` ("interior") or the others ("border")."""
     n0, n1 = shape[-2], shape[-1]
     line_a, line_b = (second, first) if first.axis == len(shape) - 1 else (first, second)
     rev = _row_first(shape, first, second)  # along axis -1 first (line_a: along axis -2)
@@ -630,12 +630,9 @@ def _plane_dispatch(
         template["edge"] = edge
     if wide:  # the window's place in chunks of 8
         template.update(wide=True, s0=-cb % 8)
-    texin = texin and wide and edge == "interior"
-    if texin:
-        template.update(texin=True, texw=TEXTURE_WIDTH)
     cw = 8 if wide else 4
     chunks = (template["s0"] + cols + tb - 1 + cw - 1) // cw  # a window line's loads
-    if shuffle and not texin and edge == "interior" and chunks > cols // cw:
+    if shuffle and edge == "interior" and chunks > cols // cw:
         template["shuffle"] = True  # the chunks beyond its own from its neighbours
     modes = (
         ("BORDER_MODE_A", line_a.border.mode.value),
@@ -659,7 +656,6 @@ def _plane_dispatch(
         invocations,
         fallback,
         wg=wg,
-        texin="rgba32float" if texin else "",
     )
 
 
