@@ -49,6 +49,10 @@ fn put(i: u32, a: vec4<f32>, b: vec4<f32>) {
 
 // Element e of the array.
 fn element(e: u32) -> f32 {
+{% if texin | default(false) %}
+    return texel(e / 4u)[e % 4u];
+{% else %}
     let v = src[e / 8u][(e / 2u) % 4u];
     return bitcast<f32>(u32(v >> (32u * (e % 2u))));
+{% endif %}
 }

@@ -504,6 +504,9 @@ TEXTURE_WIDTH = 1024
 TEXTURE_LINES = True
 #: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
 TEXTURE_TAPS = True
+#: And the border dispatches of split passes (chunked line passes, fused pairs), from the
+#: texture their interior dispatch filled: no second copy.
+TEXTURE_BORDERS = True
 
 
 def _row_first(shape: tuple[int, ...], first: Line, second: Line) -> bool:
@@ -580,6 +583,8 @@ def _plane_dispatches(
     if lo + strips - hi == 0:
         return [inner]
     border = _plane_dispatch(shape, first, second, wide, "border", lo, hi)
+    if texin and TEXTURE_BORDERS and dict(border.template).get("wide"):
+        border = _textured(border)
     return [dataclasses.replace(inner, swap=False), border]
 
 
@@ -1826,6 +1831,8 @@ def _line_dispatches(
     if lo + blocks - hi == 0:
         return [inner]
     border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)
+    if texin and TEXTURE_BORDERS and dict(border.template).get("wide"):
+        border = _textured(border)
     return [dataclasses.replace(inner, swap=False), border]
 
 

@@ -861,7 +861,8 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     filled by a copy on the GPU just before them, also after other passes of a chain): the
     same values bit for bit as their storage loads, on every border pair, both orders, origins,
     NaN and Inf; texels filling whole texture rows or not (TEXTURE_WIDTH 16: many rows); a
-    repeated call makes no new texture."""
+    repeated call makes no new texture. Their border strips read the same texture
+    (ndpass.TEXTURE_BORDERS)."""
     ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     textured, plain = NdPasses(ctx), NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused, split shaders on these small arrays
@@ -892,7 +893,8 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
         want = correlate1d_chain(x, lines, precision="f32", passes_engine=plain)
         np.testing.assert_array_equal(got, want)
     templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_plane"]
-    assert any(t.get("texin") for t in templates)
+    assert any(t.get("texin") and t.get("edge") == "interior" for t in templates)
+    assert any(t.get("texin") and t.get("edge") == "border" for t in templates)  # TEXTURE_BORDERS
     assert not any(dict(key[1]).get("texin") for key in plain._pipelines)
     assert textured.stats["textures"] >= 1
     monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
@@ -905,7 +907,8 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
     """Wide column-group passes (unrolled and rolled), chunked passes' interior blocks and
     rolled scalar or vec4 passes read their input as a texture (ndpass.TEXTURE_LINES), each
-    after a copy of the previous pass's output into it: the same values bit for bit as their
+    after a copy of the previous pass's output into it, and chunked passes' border blocks the
+    texture their interior's copy filled (ndpass.TEXTURE_BORDERS): the same values bit for bit as their
     storage loads, origins, NaN and Inf, texture rows filled or not."""
     ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     textured, plain = NdPasses(ctx), NdPasses(ctx)
@@ -936,7 +939,8 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_line"]
     assert any(t.get("texin") and t.get("groups") for t in templates)
     assert any(t.get("texin") and t.get("roll") for t in templates)
-    assert any(t.get("texin") and t.get("chunked") for t in templates)
+    assert any(t.get("texin") and t.get("edge") == "interior" for t in templates)
+    assert any(t.get("texin") and t.get("edge") == "border" for t in templates)  # TEXTURE_BORDERS
     assert {t["vec"] for t in templates if t.get("texin") and not t.get("wide")} == {1, 4}
 
 
