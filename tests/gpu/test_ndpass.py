@@ -908,8 +908,8 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     """Wide column-group passes (unrolled and rolled), chunked passes' interior blocks and
     rolled scalar or vec4 passes read their input as a texture (ndpass.TEXTURE_LINES), each
     after a copy of the previous pass's output into it, and chunked passes' border blocks the
-    texture their interior's copy filled (ndpass.TEXTURE_BORDERS): the same values bit for bit as their
-    storage loads, origins, NaN and Inf, texture rows filled or not."""
+    texture their interior's copy filled (ndpass.TEXTURE_BORDERS): the same values bit for bit
+    as their storage loads, origins, NaN and Inf, texture rows filled or not."""
     ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     textured, plain = NdPasses(ctx), NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)
