@@ -300,12 +300,16 @@ def _line_block(
     best of 3): vec4 blocks of 4/8/16 took 477/344/648, last-axis (chunked) ones 921/671/422.
     Rolled (registers for 2 x block values, not block + taps): df64 8 up to 17 taps, else 16
     (1 MP, wall ms: blocks of 4/8/16 took 77/62/81 at sigma 1, 189/152/139 at sigma 8); f32 32
-    (sigma 8: 16/32/64 took 41/37/35). f32 along the last axis (vec4 chunks of one line): 16
-    below 15 taps, else 32 (1024^2, ms a pass, blocks of 8/16/32: 3.9/3.3/3.1 with 3 taps,
-    5.2/4.2/4.7 with 9, 7.9/6.7/6.0 with 17, 15.0/11.0/9.5 with 33; load 4).
+    (sigma 8: 16/32/64 took 41/37/35); scalar f32 lines (along the last axis, more than 33
+    taps, read from an r32float texture) 64: sigma 8, whole calls alternated, blocks of
+    32/64/128, ms: 1 MP 23.95/18.90/18.42, 1080p 41.02/36.47/34.44, 4K 151.8/141.8/135.4,
+    the pipeline's first compile 0.36 s at 64 and 0.65 s at 128 (lavapipe, 2-core Zen 3).
+    f32 along the last axis (vec4 chunks of one line): 16 below 15 taps, else 32 (1024^2, ms
+    a pass, blocks of 8/16/32: 3.9/3.3/3.1 with 3 taps, 5.2/4.2/4.7 with 9, 7.9/6.7/6.0 with
+    17, 15.0/11.0/9.5 with 33; load 4).
     """
     if roll:
-        block = 32 if precision == "f32" else (8 if taps <= 17 else 16)
+        block = (64 if vec == 1 else 32) if precision == "f32" else (8 if taps <= 17 else 16)
     elif precision == "df64":
         block = 4
     elif vec > 1:
