@@ -44,8 +44,8 @@
 // of 4), `edge`, `wide`, `shuffle`, `s0` (-centre_b mod 4, with `wide` mod 8: the window's place in its
 // chunks), `syma`, `symb` (1 / -1: folded symmetric / antisymmetric weights, as nd_line.wgsl's
 // f32_sum), `neara`, `nearb` (windows within one reflection: the mapping without division),
-// `wg`, `texin` and `texw` (with `wide`, `edge` "interior": the input read as a texture, see
-// nd_wide.wgsl). Override constants: BORDER_MODE_A, BORDER_MODE_B.
+// `wg`, `texin` and `texw` (with `wide`, `edge` "interior" or "border": the input read as a
+// texture, see nd_wide.wgsl). Override constants: BORDER_MODE_A, BORDER_MODE_B.
 
 {% set W = cols + tb - 1 %}
 {% set wide = wide | default(false) %}

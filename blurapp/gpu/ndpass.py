@@ -571,8 +571,8 @@ def _plane_dispatches(
     whose window lies inside the line (:data:`PLANE_SPLIT`): those strips without any border
     code (on lavapipe the border code runs, masked, for every line of every strip: 20-30 % of
     the pass), then the others. A small array (whose fallback is the two line passes) keeps one
-    dispatch. ``texin`` (:data:`TEXTURE_INPUT`): wide interior strips read the input as a
-    texture (:func:`_textured`)."""
+    dispatch. ``texin`` (:data:`TEXTURE_INPUT`): wide strips read the input as a texture
+    (:func:`_split_pair`)."""
     n1 = shape[-1]
     line_b = first if first.axis == len(shape) - 1 else second
     cols = _plane_cols(n1)
@@ -582,14 +582,23 @@ def _plane_dispatches(
     if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
         return [_plane_dispatch(shape, first, second, wide)]
     inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle)
-    if texin and dict(inner.template).get("wide"):
-        inner = _textured(inner)
-    if lo + strips - hi == 0:
-        return [inner]
-    border = _plane_dispatch(shape, first, second, wide, "border", lo, hi)
-    if texin and TEXTURE_BORDERS and dict(border.template).get("wide"):
-        border = _textured(border)
-    return [dataclasses.replace(inner, swap=False), border]
+    border = (
+        _plane_dispatch(shape, first, second, wide, "border", lo, hi) if lo + strips - hi else None
+    )
+    return _split_pair(inner, border, texin)
+
+
+def _split_pair(inner: _Dispatch, border: _Dispatch | None, texin: bool) -> list[_Dispatch]:
+    """A split pass's interior dispatch, then its border one (if any) over the same buffers;
+    with ``texin``, wide ones read the input as a texture (:func:`_textured`), the border's
+    (:data:`TEXTURE_BORDERS`) the one the interior's copy filled."""
+
+    def tex(d: _Dispatch, on: bool) -> _Dispatch:
+        return _textured(d) if texin and on and dict(d.template).get("wide") else d
+
+    if border is None:
+        return [tex(inner, True)]
+    return [dataclasses.replace(tex(inner, True), swap=False), tex(border, TEXTURE_BORDERS)]
 
 
 def _plane_dispatch(
@@ -1812,7 +1821,7 @@ def _line_dispatches(
     blocks without border code, then the others (as :func:`_plane_dispatches`). ``shuffle``
     (:data:`SHUFFLE`): the interior blocks take the chunks beyond their own from their
     subgroup's next invocations. ``texin`` (:data:`TEXTURE_LINES`): wide column-group passes,
-    wide interior blocks and rolled f32 passes read the input as a texture."""
+    wide interior and border blocks and rolled f32 passes read the input as a texture."""
     d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, wide=wide)
     t = dict(d.template)
     texin = texin and TEXTURE_LINES and d.fallback is None
@@ -1830,14 +1839,12 @@ def _line_dispatches(
         return [d]
     inner = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "interior", lo, hi, wide,
                      shuffle)  # fmt: skip
-    if texin and dict(inner.template).get("wide"):
-        inner = _textured(inner)
-    if lo + blocks - hi == 0:
-        return [inner]
-    border = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)
-    if texin and TEXTURE_BORDERS and dict(border.template).get("wide"):
-        border = _textured(border)
-    return [dataclasses.replace(inner, swap=False), border]
+    border = (
+        _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, "border", lo, hi, wide)
+        if lo + blocks - hi
+        else None
+    )
+    return _split_pair(inner, border, texin)
 
 
 def _textured(d: _Dispatch, fmt: str = "rgba32float") -> _Dispatch:
