@@ -7,11 +7,14 @@
 // Template parameters: `precision` "f32" (elements are f32, accumulated in f32) or "df64"
 // (elements are vec2<f32> hi + lo pairs, see nd_df64.wgsl), `skip_zero` (a zero weight is
 // skipped, not multiplied: scipy.ndimage.correlate's rule; correlate1d multiplies every tap, so
-// a NaN under a zero tap spreads there), `wg` (invocations per workgroup), `two_prod` (df64).
-// Override constant: BORDER_MODE.
+// a NaN under a zero tap spreads there), `wg` (invocations per workgroup), `two_prod` (df64),
+// `sym` (f32: 1 / -1, folded symmetric / antisymmetric weights, the sums in nd_line.wgsl's
+// f32_sum order: a small array's first calls, which run this, then equal its unrolled
+// pipeline's bit for bit). Override constant: BORDER_MODE.
 
 {% set df = precision == "df64" %}
 {% set elem = "vec2<f32>" if df else "f32" %}
+{% set sym = sym | default(0) %}
 
 struct LineParams {
     total: u32,       // elements in the array
@@ -46,6 +49,16 @@ fn load_at(base: u32, s: i32) -> {$ elem $} {
     return src[base + u32(s) * params.inner];
 }
 
+{% if sym %}
+// Tap k's element of the window starting at `start` of the line at `base`.
+fn tap(base: u32, start: i32, k: i32, interior: bool) -> f32 {
+    if (interior) {
+        return src[base + u32(start + k) * params.inner];
+    }
+    return load_at(base, nd_border_index(start + k, i32(params.n), BORDER_MODE));
+}
+
+{% endif %}
 @compute @workgroup_size({$ wg $})
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -66,6 +79,17 @@ fn main(
     // df64: (hi, lo) accumulates the sum, renormalised at every tap, and .z is the plain f32
     // sum of the rounded products (nd_df64.wgsl's df_tap).
     var acc = {$ "vec3<f32>(0.0)" if df else "0.0" $};
+{% if sym %}
+    // Folded: w[k] (x[k] +- x[taps - 1 - k]) for the first half, then the middle tap.
+    let half = taps / 2;
+    for (var k = 0; k < half; k++) {
+        acc += weights[k] * (tap(base, start, k, interior) {$ "+" if sym > 0 else "-" $}
+            tap(base, start, taps - 1 - k, interior));
+    }
+    if (taps % 2 == 1) {
+        acc += weights[half] * tap(base, start, half, interior);
+    }
+{% else %}
     var p = base + u32(max(start, 0)) * inner;
     for (var k = 0; k < taps; k++) {
         let w = weights[k];
@@ -88,5 +112,6 @@ fn main(
         acc += w * v;
 {% endif %}
     }
+{% endif %}
 {$ "dst[idx] = df_result(acc);" if df else "dst[idx] = acc;" $}
 }

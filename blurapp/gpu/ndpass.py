@@ -423,11 +423,12 @@ def _line_dispatch(
             template["shuffle"] = True  # the chunks beyond its own from its neighbours
     fallback = (
         functools.partial(
-            _line_loop_dispatch, shape3, weights, centre, mode, constant, precision, two_prod
+            _line_loop_dispatch, shape3, weights, centre, mode, constant, precision, two_prod,
+            sym,
         )
         if small
         else None
-    )
+    )  # fmt: skip
     return _Dispatch(
         "nd_line", tuple(sorted(template.items())), (("BORDER_MODE", mode),), uniforms, b"",
         invocations, fallback,
@@ -660,10 +661,9 @@ def _plane_dispatch(
     if planes * n0 * n1 < _small():
 
         def fallback() -> list[_Dispatch]:
-            return [
-                _line_of(first, _shape3(shape, first.axis), "f32", "fma", 0, 0),
-                _line_of(second, _shape3(shape, second.axis), "f32", "fma", 0, 0),
-            ]
+            # In the pair's order (`rev`: axis -1 first), folded as it folds: equal bit for bit.
+            order = (line_b, line_a) if rev else (line_a, line_b)
+            return [_line_of(ln, _shape3(shape, ln.axis), "f32", "fma", 0, 0) for ln in order]
 
     return _Dispatch(
         "nd_plane",
@@ -685,8 +685,10 @@ def _line_loop_dispatch(
     constant: tuple[float, float],
     precision: str,
     two_prod: str,
+    sym: int = 0,
 ) -> _Dispatch:
-    """A 1-D pass of a long kernel: one output an invocation, the taps looped over."""
+    """A 1-D pass of a long kernel: one output an invocation, the taps looped over; ``sym``
+    (f32, 1 / -1): folded as the unrolled passes fold them (a small array's fallback for one)."""
     outer, n, inner = shape3
     total = outer * n * inner
     gx, _ = _groups(total)
@@ -694,6 +696,8 @@ def _line_loop_dispatch(
         "<IIIIiIfIff", total, n, inner, weights.shape[0], centre, gx, 1.0, 0, *constant
     )
     template: dict[str, Any] = {"precision": precision, "skip_zero": False, "wg": _WG}
+    if sym and precision == "f32":
+        template["sym"] = sym
     if precision == "df64":
         template["two_prod"] = two_prod
         data = _split(weights, 0).reshape(-1, 2)

@@ -639,6 +639,40 @@ def test_small_arrays_run_looped_while_the_unrolled_pipeline_compiles(gpu) -> No
     np.testing.assert_allclose(again, want_nd, rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_folded_weights_first_calls_equal_the_baked_pipelines_bit_for_bit(gpu, mode: str) -> None:
+    """Symmetric and antisymmetric weights, which the unrolled and fused passes fold (one
+    multiply a pair), give a small array's first call (the looped fallbacks, folded alike, in
+    the fused pair's order) the values of the later calls on the baked pipelines, bit for bit:
+    scipy's test_gauss_memory_overlap calls gaussian_filter twice and wants them equal."""
+    passes = NdPasses(gpu)
+    rng = np.random.default_rng(31)
+    border = MODES[mode][0]
+    sym = _gaussian(1.0, 0).astype(np.float32).astype(np.float64)  # 9 taps, symmetric
+    box = np.full(6, np.float64(np.float32(1 / 6)))
+    chains = [
+        [Line(0, sym, border), Line(1, sym, border)],  # a fused pair (axis -1 first but constant)
+        [Line(1, box, border), Line(0, box, border)],  # an even box, along axis -1 first
+        [Line(0, np.array([1.0, 2.0, 1.0]), border), Line(1, np.array([-1.0, 0.0, 1.0]), border)],
+        [Line(1, _gaussian(2.0, 0).astype(np.float32).astype(np.float64), border)],  # chunked
+    ]
+    for shape in [(40, 64), (37, 20), (3, 24, 16)]:
+        x = (1e4 * rng.random(shape)).astype(np.float32)
+        for lines in chains:
+            lines = [Line(ln.axis - 2 + len(shape), ln.weights, ln.border) for ln in lines]
+            passes._pipelines.clear()
+            first = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+            assert "nd_line_loop" in {key[0] for key in passes._pipelines}
+            for _ in range(4):  # one pipeline baked at a time: a call each
+                passes.wait_baked()
+                later = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+            assert not passes._baking
+            np.testing.assert_array_equal(first, later)
+            third = later
+            want = ndreference.correlate1d_chain(x.astype(np.float64), lines)
+            np.testing.assert_allclose(third, want, rtol=2e-6, atol=1e-2)
+
+
 # Shapes whose last axis holds a multiple of 4 (the fused pair's condition): one-line planes,
 # axes shorter than the kernels, several planes, a strip narrower than an invocation's.
 FUSED_SHAPES = [(1, 4), (5, 8), (3, 16), (37, 12), (70, 36), (2, 9, 20), (2, 1, 3, 8)]

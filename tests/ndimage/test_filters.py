@@ -572,3 +572,28 @@ def test_new_float32_results_are_the_gpu_buffers_and_outputs_are_written():
     _close(bn.correlate(x64, w), sn.correlate(x64, w), float(np.abs(x).max() * np.abs(w).sum()))
     _close(bn.correlate(x, w, output=np.int32), sn.correlate(x, w, output=np.int32), 0,
            int_slack=1)  # fmt: skip
+
+
+@pytest.mark.parametrize("sigma", [0.5, 0.7, 1.0, 1.5, 2.0, 3.3, 4.0, 8.0])
+def test_float32_weights_keep_the_sum_and_a_symmetric_kernel_symmetric(sigma: float) -> None:
+    """The float32 weights of a symmetric kernel stay symmetric (ndpass folds their pairs)
+    where pairs of nudges can bring the sum back as close as one weight at a time would, and
+    the sum stays within the rounding of its smallest weights either way."""
+    from scipy.ndimage._filters import _gaussian_kernel1d
+
+    from blurapp.gpu.ndpass import _sym
+    from blurapp.ndimage._gpu import _f32_weights, _nudged
+
+    box = int(2 * sigma) + 2
+    for w in (_gaussian_kernel1d(sigma, 0, int(4 * sigma + 0.5)), np.full(box, 1 / box)):
+        got = _f32_weights(w)
+        assert got.dtype == np.float64 and np.array_equal(got, got.astype(np.float32))
+        assert np.max(np.abs(got - w) / w) < 1e-6  # within a few float32 steps of each
+        one_at_a_time = abs(_nudged(w.astype(np.float32), float(np.sum(w)), mirrored=False))
+        left = abs(float(np.sum(got)) - float(np.sum(w)))
+        assert left <= max(one_at_a_time, 2.0**-32 * float(np.sum(w))) * (1 + 1e-9)
+        if sigma >= 1.0:
+            assert _sym(got) == 1
+    derivative = _gaussian_kernel1d(2.0, 1, 8)
+    assert _sym(_f32_weights(derivative)) == -1
+    assert float(np.sum(_f32_weights(derivative), dtype=np.float64)) == 0.0
