@@ -15,13 +15,15 @@
 //
 // Template parameters: `uw`, `ndim` (1..8), `kw` (weights along the last axis), `block`, `near`
 // (every window reaches less than its axis's length: nd_border_index_near), `precision`
-// ("f32" or "df64", nd_df64.wgsl), `wg`, `two_prod` (df64). Per-axis sizes, strides and border
-// modes are uniforms.
+// ("f32" or "df64", nd_df64.wgsl), `wg`, `two_prod` (df64), `band` (f32 with `uw`, a kernel
+// over the last two axes: output lines an invocation, see main). Per-axis sizes, strides and
+// border modes are uniforms.
 
 {% set df = precision == "df64" %}
 {% set elem = "vec2<f32>" if df else "f32" %}
 {% set map = "nd_border_index_near" if near else "nd_border_index" %}
 {% set loads = block + kw - 1 %}
+{% set band = band | default(0) %}
 
 struct TapsParams {
     total_v: u32,     // invocations: rows of the array before the last axis x blocks
@@ -31,6 +33,12 @@ struct TapsParams {
     constant: vec2<f32>,  // the value outside the array (hi, lo; f32 uses hi)
     blocks: u32,      // ceil(shape[last] / BLOCK)
     centre: i32,      // the weights' centre along the last axis
+{% if band %}
+    bands: u32,       // `band`: ceil(shape[ndim - 2] / BAND)
+    centre_row: i32,  // the weights' centre along axis ndim - 2
+    _pad0: u32,
+    _pad1: u32,
+{% endif %}
     shape: array<vec4<i32>, 2>,
     stride: array<vec4<i32>, 2>,
     mode: array<vec4<i32>, 2>,
@@ -76,6 +84,72 @@ fn main(
     if (g >= params.total_v) {
         return;
     }
+{% if band %}
+    // `band` (f32, a kernel over the last two axes only): BAND output lines of a plane (along
+    // axis ndim - 2) x BLOCK outputs along the last axis an invocation, walking down the
+    // BAND + kh - 1 input lines they read: each line's elements are loaded once for the
+    // BAND outputs it enters (with the kernel row t - q of output line q), not once a kernel
+    // row and output. The sums run in the same order (kernel rows, then taps), as `band` 0.
+    let b = g % params.blocks;
+    let rest = g / params.blocks;
+    let bnd = rest % params.bands;
+    let plane = rest / params.bands;
+    let n = {$ ax("shape", ndim - 1) $};
+    let m = {$ ax("shape", ndim - 2) $};
+    let last_mode = {$ ax("mode", ndim - 1) $};
+    let row_mode = {$ ax("mode", ndim - 2) $};
+    let first = i32(b) * {$ block $};
+    let start = first - params.centre;
+{% for j in range(loads) %}
+    let s{$ j $} = {$ map $}(start + {$ j $}, n, last_mode);
+{% endfor %}
+    let line0 = i32(bnd) * {$ band $};  // the band's first output line
+    let top = line0 - params.centre_row;
+    let pbase = i32(plane) * m * n;
+    let kh = i32(params.rows);
+{% for q in range(band) %}
+{% for o in range(block) %}
+    var acc{$ q $}_{$ o $} = 0.0;
+{% endfor %}
+{% endfor %}
+    for (var t = 0; t < kh + {$ band - 1 $}; t++) {
+        let sr = nd_border_index(top + t, m, row_mode);
+        let base = pbase + sr * n;
+{% for j in range(loads) %}
+        var v{$ j $} = params.constant.x;
+        if (sr >= 0 && s{$ j $} >= 0) {
+            v{$ j $} = load_src(u32(base + s{$ j $}));
+        }
+{% endfor %}
+{% for q in range(band) %}
+        {
+            let r = t - {$ q $};
+            if (r >= 0 && r < kh) {
+                let w0 = u32(r) * {$ kw $}u;
+{% for k in range(kw) %}
+                {
+                    let w = params.w[w0 + {$ k $}u].x;
+                    let keep = w != 0.0;
+{% for o in range(block) %}
+                    acc{$ q $}_{$ o $} += select(0.0, w * v{$ o + k $}, keep);
+{% endfor %}
+                }
+{% endfor %}
+            }
+        }
+{% endfor %}
+    }
+{% for q in range(band) %}
+    if (line0 + {$ q $} < m) {
+        let row_start = u32(pbase + (line0 + {$ q $}) * n);
+{% for o in range(block) %}
+        if (first + {$ o $} < n) {
+            dst[row_start + u32(first + {$ o $})] = acc{$ q $}_{$ o $};
+        }
+{% endfor %}
+    }
+{% endfor %}
+{% else %}
     let b = g % params.blocks;
     var rest = i32(g / params.blocks);  // the row of the array, before the last axis
 {% for a in range(ndim - 2, -1, -1) %}
@@ -187,4 +261,5 @@ fn main(
 {% endif %}
     }
 {% endfor %}
+{% endif %}
 }

@@ -979,6 +979,46 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
+def test_nd_correlations_in_bands_of_lines_equal_one_line_an_invocation(gpu, monkeypatch, mode):
+    """f32 kernels over the last two axes run TAPS_BAND output lines an invocation (nd_taps'
+    `band`: each input line loaded once for the lines it enters): the same sums in the same
+    order as one line an invocation, bit for bit, on awkward shapes (1 element, odd sizes,
+    fewer lines than a band, a kernel larger than the array, planes, a 1-long axis), origins,
+    zero taps over NaN, Inf and the constant border."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border = MODES[mode][0]
+    rng = np.random.default_rng(41 + len(mode))
+    cases = [((1, 1), (3, 3)), ((37, 45), (9, 9)), ((5, 7), (9, 11)), ((3, 40), (2, 5)),
+             ((2, 1, 3, 8), (1, 1, 3, 3)), ((4, 9, 21), (1, 4, 5)), ((70, 64), (7, 1)),
+             ((6, 33), (1, 7))]  # fmt: skip
+    used = set()
+    for k, (shape, wshape) in enumerate(cases):
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        w = rng.normal(size=wshape)
+        w.flat[0] = 0.0  # skipped, as scipy skips it: the NaN under it does not spread
+        origins = [_origins(n)[k % len(_origins(n))] for n in wshape]
+        got = {}
+        for band in (0, 2, 4, 8):
+            monkeypatch.setattr(ndpass, "TAPS_BAND", band)
+            passes = NdPasses(gpu)
+            got[band] = correlate_nd(
+                x, w, border, origins, precision="f32", cval=CVAL, passes_engine=passes
+            )
+            used |= {
+                dict(key[1]).get("band", 0) for key in passes._pipelines if key[0] == "nd_taps"
+            }
+        for band in (2, 4, 8):
+            np.testing.assert_array_equal(got[band], got[0])
+        want = ndreference.correlate_nd(x.astype(np.float64), w, border, origins, cval=CVAL)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got[4]), finite)
+        np.testing.assert_allclose(got[4][finite], want[finite], rtol=1e-4, atol=1e-4)
+    assert {0, 2, 4, 8} <= used
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
 def test_nd_correlations_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
     """f32 n-D correlations (nd_taps.wgsl) read their input from an r32float texture
     (ndpass.TEXTURE_TAPS): the same values bit for bit as their storage loads on awkward
