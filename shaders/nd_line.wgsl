@@ -70,6 +70,7 @@
 {% set sym = sym | default(0) %}
 {% set roll = roll | default(false) %}
 {% set groups = groups | default(1) %}
+{% set unroll = unroll | default(1) %}
 {% set wide = wide | default(false) %}
 {% set shuffle = shuffle | default(false) and chunked and edge == "interior" %}
 // The `groups` vec4 columns of element `s` (a mapped offset along the axis) as m{name}_{c}:
@@ -386,7 +387,33 @@ fn main(
     var acc{$ o $}_{$ c $} = {$ vt $}(0.0);
 {% endfor %}
 {% endfor %}
-    for (var k = 0; k < taps; k++) {
+    var k = 0;
+{% if unroll > 1 %}
+    // UNROLL taps an iteration: the window moves by UNROLL elements at once (its registers
+    // copied once for UNROLL taps, not once a tap); the rest of the taps one at a time. Each
+    // output's sum takes its taps in the same order.
+    for (; k + {$ unroll $} <= taps; k += {$ unroll $}) {
+{% for u in range(unroll) %}
+        let i{$ u $} = start + {$ block - 1 + u $} + k;
+        let si{$ u $} = select({$ map $}(i{$ u $}, n, BORDER_MODE), i{$ u $}, interior);
+{$ gload("n" ~ u, "si" ~ u, "let") $}
+{% endfor %}
+{% for u in range(unroll) %}
+        let wk{$ u $} = params.w[k + {$ u $}];
+{% for c in range(groups) %}
+{% for o in range(block) %}
+        acc{$ o $}_{$ c $} += wk{$ u $}.x * {$ ("m" ~ (o + u) ~ "_" ~ c) if o + u < block - 1 else ("mn" ~ (o + u - block + 1) ~ "_" ~ c) $};
+{% endfor %}
+{% endfor %}
+{% endfor %}
+{% for c in range(groups) %}
+{% for o in range(block - 1) %}
+        m{$ o $}_{$ c $} = {$ ("m" ~ (o + unroll) ~ "_" ~ c) if o + unroll < block - 1 else ("mn" ~ (o + unroll - block + 1) ~ "_" ~ c) $};
+{% endfor %}
+{% endfor %}
+    }
+{% endif %}
+    for (; k < taps; k++) {
         let i = start + {$ block - 1 $} + k;
         let si = select({$ map $}(i, n, BORDER_MODE), i, interior);
         let wk = params.w[k];
@@ -426,7 +453,26 @@ fn main(
     var acc{$ o $} = {$ vt $}(0.0);
 {% endif %}
 {% endfor %}
-    for (var k = 0; k < taps; k++) {
+    var k = 0;
+{% if unroll > 1 and not df %}
+    // UNROLL taps an iteration, as the column groups' above.
+    for (; k + {$ unroll $} <= taps; k += {$ unroll $}) {
+{% for u in range(unroll) %}
+        let i{$ u $} = start + {$ block - 1 + u $} + k;
+        let mn{$ u $} = load_at(row, select({$ map $}(i{$ u $}, n, BORDER_MODE), i{$ u $}, interior), jv);
+{% endfor %}
+{% for u in range(unroll) %}
+        let wk{$ u $} = params.w[k + {$ u $}];
+{% for o in range(block) %}
+        acc{$ o $} += wk{$ u $}.x * {$ ("m" ~ (o + u)) if o + u < block - 1 else ("mn" ~ (o + u - block + 1)) $};
+{% endfor %}
+{% endfor %}
+{% for o in range(block - 1) %}
+        m{$ o $} = {$ ("m" ~ (o + unroll)) if o + unroll < block - 1 else ("mn" ~ (o + unroll - block + 1)) $};
+{% endfor %}
+    }
+{% endif %}
+    for (; k < taps; k++) {
         let i = start + {$ block - 1 $} + k;
         let mn = load_at(row, select({$ map $}(i, n, BORDER_MODE), i, interior), jv);
         let wk = params.w[k];

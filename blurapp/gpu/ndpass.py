@@ -267,6 +267,14 @@ MAX_CHUNKED_TAPS = 33
 #: -> 111.1. 1000x1000 sigma=2, one column against 2 an invocation: 15.5 -> 13.3 (16 bytes).
 ROLL_GROUPS = 4
 ROLL_GROUP_BLOCK = 16
+#: Rolled f32 passes take ROLL_UNROLL taps an iteration (nd_line.wgsl's `unroll`): the window
+#: of registers moves by that many elements at once, copied once for them, not once a tap
+#: (the rest of the taps one at a time; the same sums in the same order, bit for bit).
+#: gaussian_filter, whole calls alternated in one process, ms, 1 / 2 / 4 taps an iteration
+#: (column groups only, medians of 7-9): 1080p sigma=4 27.0 / 24.8 / 31.1 (3: 25.5), sigma=8
+#: 54.9 / 47.2 / 62.7; 4K sigma=4 111.5 / 98.1, sigma=8 212.6 / 198.7; and the scalar rows too:
+#: 1080p sigma=8 59.2 / 51.0 / 58.8, 1 MP 30.9 / 24.6 / 29.5.
+ROLL_UNROLL = 2
 UNROLLED_GROUPS = 4
 UNROLLED_GROUP_BLOCK = 8
 #: Unrolled column groups of at least LONG_GROUP_TAPS taps take blocks of LONG_GROUP_BLOCK
@@ -396,6 +404,8 @@ def _line_dispatch(
     }  # fmt: skip
     if roll:  # one pipeline for every length: the taps are a loop
         template.update(roll=True, roll_taps=ROLL_TAPS, taps=0)
+        if not df and ROLL_UNROLL > 1:
+            template["unroll"] = ROLL_UNROLL
     if groups > 1:
         template["groups"] = groups
         if wide and groups % 2 == 0:  # inner_v is then even, and each group's first column

@@ -979,6 +979,36 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
+def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monkeypatch, mode):
+    """Rolled f32 passes (kernels longer than the unrolled pipelines) take ROLL_UNROLL taps an
+    iteration, then the rest one at a time: the same sums in the same order, bit for bit, for
+    odd and even lengths, column groups (vec4 columns across the axis), scalar lines along the
+    last axis and scalar columns, axes shorter than a block or than the kernel, NaN and Inf."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border = MODES[mode][0]
+    rng = np.random.default_rng(43 + len(mode))
+    cases = [((70, 16), 0, 19), ((37, 32), 0, 24), ((5, 16), 0, 21), ((3, 50, 8), 1, 30),
+             ((6, 90), 1, 35), ((4, 41), 1, 40), ((2, 20), 1, 37), ((45, 7), 0, 18)]  # fmt: skip
+    used = set()
+    for shape, axis, taps in cases:
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        lines = [Line(axis, rng.normal(size=taps), border, origin=taps % 3 - 1)]
+        got = {}
+        for unroll in (1, 2, 3):
+            monkeypatch.setattr(ndpass, "ROLL_UNROLL", unroll)
+            passes = NdPasses(gpu)
+            got[unroll] = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+            templates = [dict(key[1]) for key in passes._pipelines if key[0] == "nd_line"]
+            assert any(t.get("roll") for t in templates)
+            used |= {(t.get("groups", 1), t.get("unroll", 1)) for t in templates}
+        np.testing.assert_array_equal(got[2], got[1])
+        np.testing.assert_array_equal(got[3], got[1])
+    assert {(4, 2), (1, 2), (4, 3), (1, 3)} <= used
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
 def test_nd_correlations_in_bands_of_lines_equal_one_line_an_invocation(gpu, monkeypatch, mode):
     """f32 kernels over the last two axes run TAPS_BAND output lines an invocation (nd_taps'
     `band`: each input line loaded once for the lines it enters): the same sums in the same
