@@ -174,6 +174,7 @@ def test_rolled_line_passes(engine, df64_ok, monkeypatch, precision: str, mode: 
     rolling window; df64 always, f32 beyond its unrolled limit, forced here for every length),
     also with kernels of 65 and 129 taps and blocks that end past the axis, against scipy."""
     monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
+    monkeypatch.setattr(ndpass, "MAX_GROUP_TAPS", 0)  # column groups rolled too
     monkeypatch.setattr(ndpass, "SMALL", 0)
     border, scipy_mode = MODES[mode]
     rng = np.random.default_rng(7 + len(mode))
@@ -206,6 +207,7 @@ def test_passes_in_column_groups(engine, monkeypatch, family: str, mode: str) ->
     rolled = family == "rolled"
     if rolled:
         monkeypatch.setattr(ndpass, "MAX_UNROLLED_TAPS", {"f32": 0, "df64": 0})
+        monkeypatch.setattr(ndpass, "MAX_GROUP_TAPS", 0)
     monkeypatch.setattr(ndpass, "SMALL", 0)
     border, scipy_mode = MODES[mode]
     rng = np.random.default_rng(31 + len(mode) + rolled)
@@ -987,7 +989,7 @@ def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monk
     monkeypatch.setattr(ndpass, "SMALL", 0)
     border = MODES[mode][0]
     rng = np.random.default_rng(43 + len(mode))
-    cases = [((70, 16), 0, 19), ((37, 32), 0, 24), ((5, 16), 0, 21), ((3, 50, 8), 1, 30),
+    cases = [((70, 16), 0, 35), ((37, 32), 0, 40), ((5, 16), 0, 37), ((3, 50, 8), 1, 38),
              ((6, 90), 1, 35), ((4, 41), 1, 40), ((2, 20), 1, 37), ((45, 7), 0, 18)]  # fmt: skip
     used = set()
     for shape, axis, taps in cases:
@@ -1154,6 +1156,38 @@ def test_last_axis_chunked_passes_wide_and_long(engine, monkeypatch, mode: str) 
     assert long and not any(t.get("roll") for t in long)
     if ndpass.WIDE_FEATURE in engine.context.device.features:
         assert any(t.get("wide") for t in long)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_column_groups_unrolled_up_to_max_group_taps(engine, monkeypatch, mode: str) -> None:
+    """Passes across the last axis in groups of vec4 columns unroll up to MAX_GROUP_TAPS taps
+    (past MAX_UNROLLED_TAPS; folded where the weights are symmetric), against scipy in float64
+    for every origin's extremes, NaN and Inf, axes shorter than the kernel, a 3-D middle axis;
+    rolled beyond it."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(59 + len(mode))
+    for shape, axis in [((40, 16), 0), ((7, 24), 0), ((3, 37, 8), 1), ((50, 32), 0)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = np.inf
+        for size in (25, ndpass.MAX_GROUP_TAPS, ndpass.MAX_GROUP_TAPS + 2):
+            w = rng.normal(size=size)
+            w = w + w[::-1] if size != 25 else w  # symmetric: folded
+            origins = _origins(size)
+            for origin in (origins[0], origins[-1]):
+                lines = [Line(axis, w, border, origin, cval=CVAL)]
+                got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+                want = ndi.correlate1d(x.astype(np.float64), w, axis=axis, mode=scipy_mode,
+                                       cval=CVAL, origin=origin)  # fmt: skip
+                np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+                ok = np.isfinite(want)
+                np.testing.assert_allclose(got[ok], want[ok], rtol=0, atol=4e-5 * np.abs(w).sum())
+    templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_line"]
+    groups = [t for t in templates if t.get("groups", 1) > 1]
+    long = [t for t in groups if not t.get("roll") and t["taps"] > ndpass.MAX_UNROLLED_TAPS["f32"]]
+    assert {t["taps"] for t in long} == {25, ndpass.MAX_GROUP_TAPS}
+    assert any(t.get("sym") for t in long) and any(t.get("roll") for t in groups)
 
 
 def test_subgroup_shuffled_windows_equal_the_loaded_ones(gpu, monkeypatch) -> None:
