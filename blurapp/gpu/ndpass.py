@@ -238,15 +238,19 @@ def _groups(total: int, wg: int = _WG) -> tuple[int, int]:
 #: at 256^3; 610 against 714-793 ms of CPU in an earlier run).
 MAX_UNROLLED_TAPS = {"f32": 17, "df64": 0}
 #: f32 passes along the last axis (vec4 chunks of the line, nd_line.wgsl's `chunked`) unroll up
-#: to MAX_CHUNKED_TAPS taps (sigma 4 at truncate 4), not only to MAX_UNROLLED_TAPS: the rolled
+#: to MAX_CHUNKED_TAPS taps (sigma 8 at truncate 4), not only to MAX_UNROLLED_TAPS: the rolled
 #: pass loads one scalar a tap, the chunked one a chunk for 4 (8 with `wide`) elements of the
 #: window. Whole calls interleaved in one process (quiet, medians of 11), rolled -> chunked, ms:
 #: gaussian_filter sigma=4 1080p 30.1 -> 25.6, 4K 110.3 -> 81.5, 1024^2 14.1 -> 11.0; sigma=3
 #: 1080p 24.3 -> 20.0; gaussian_filter1d sigma=4 axis 1 1080p 18.1 -> 12.9. The price is
 #: compiling: one pipeline per length and border mode where the rolled one serves every
 #: length, 0.2-0.9 s a new one on lavapipe (a fresh process's first sigma=4 call 117 -> 303
-#: ms, then sigma=3 26 -> 241, mode="wrap" 66 -> 958).
-MAX_CHUNKED_TAPS = 33
+#: ms, then sigma=3 26 -> 241, mode="wrap" 66 -> 958). Up to 65 taps (sigma 8) since the
+#: sixteenth session, with the weights folded (464a6a1): sigma=8, rolled -> chunked, ms (medians
+#: of 9, 5 at 4K): 1 MP 22.44 -> 14.83, 1080p 39.01 -> 29.31, 4K 179.7 -> 115.7, 4K sigma=6
+#: 127.3 -> 115.3; a fresh process's first 1080p sigma=8 call 1.07 -> 1.39 s, a sigma=7 after
+#: it 0.05 -> 0.99 s, mode="wrap" 0.14 -> 0.79 s (a new pipeline per length and mode).
+MAX_CHUNKED_TAPS = 65
 #: f32 passes across the last axis in column groups (nd_line.wgsl's `groups`: the lines' vec4
 #: columns even in number) unroll up to MAX_GROUP_TAPS taps too: with symmetric weights folded
 #: (a Gaussian's, since 464a6a1) the unrolled pass beats the rolled one, which MAX_UNROLLED_TAPS

@@ -990,7 +990,7 @@ def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monk
     border = MODES[mode][0]
     rng = np.random.default_rng(43 + len(mode))
     cases = [((70, 16), 0, 35), ((37, 32), 0, 40), ((5, 16), 0, 37), ((3, 50, 8), 1, 38),
-             ((6, 90), 1, 35), ((4, 41), 1, 40), ((2, 20), 1, 37), ((45, 7), 0, 18)]  # fmt: skip
+             ((6, 90), 1, 35), ((4, 41), 1, 40), ((2, 20), 1, 67), ((45, 7), 0, 18)]  # fmt: skip
     used = set()
     for shape, axis, taps in cases:
         x = rng.normal(size=shape).astype(np.float32)
