@@ -84,25 +84,26 @@ fn main(
     if (g >= params.total_v) {
         return;
     }
+    // The block's outputs along the last axis, and its window's positions there (mapped once).
+    let b = g % params.blocks;
+    let n = {$ ax("shape", ndim - 1) $};
+    let last_mode = {$ ax("mode", ndim - 1) $};
+    let first = i32(b) * {$ block $};
+    let start = first - params.centre;
+{% for j in range(loads) %}
+    let s{$ j $} = {$ map $}(start + {$ j $}, n, last_mode);
+{% endfor %}
 {% if band %}
     // `band` (f32, a kernel over the last two axes only): BAND output lines of a plane (along
     // axis ndim - 2) x BLOCK outputs along the last axis an invocation, walking down the
     // BAND + kh - 1 input lines they read: each line's elements are loaded once for the
     // BAND outputs it enters (with the kernel row t - q of output line q), not once a kernel
     // row and output. The sums run in the same order (kernel rows, then taps), as `band` 0.
-    let b = g % params.blocks;
     let rest = g / params.blocks;
     let bnd = rest % params.bands;
     let plane = rest / params.bands;
-    let n = {$ ax("shape", ndim - 1) $};
     let m = {$ ax("shape", ndim - 2) $};
-    let last_mode = {$ ax("mode", ndim - 1) $};
     let row_mode = {$ ax("mode", ndim - 2) $};
-    let first = i32(b) * {$ block $};
-    let start = first - params.centre;
-{% for j in range(loads) %}
-    let s{$ j $} = {$ map $}(start + {$ j $}, n, last_mode);
-{% endfor %}
     let line0 = i32(bnd) * {$ band $};  // the band's first output line
     let top = line0 - params.centre_row;
     let pbase = i32(plane) * m * n;
@@ -150,18 +151,10 @@ fn main(
     }
 {% endfor %}
 {% else %}
-    let b = g % params.blocks;
     var rest = i32(g / params.blocks);  // the row of the array, before the last axis
 {% for a in range(ndim - 2, -1, -1) %}
     let c{$ a $} = rest % {$ ax("shape", a) $};
     rest = rest / {$ ax("shape", a) $};
-{% endfor %}
-    let n = {$ ax("shape", ndim - 1) $};
-    let last_mode = {$ ax("mode", ndim - 1) $};
-    let first = i32(b) * {$ block $};
-    let start = first - params.centre;
-{% for j in range(loads) %}
-    let s{$ j $} = {$ map $}(start + {$ j $}, n, last_mode);
 {% endfor %}
     let weights0 = params.rows * 8u;
 {% if df %}

@@ -148,13 +148,16 @@ def _f32_weights(weights: np.ndarray) -> np.ndarray:
     if n > 2 and np.array_equal(w, -w[::-1]):
         return w.astype(np.float32).astype(np.float64)
     target = float(np.sum(w))
-    plain = w.astype(np.float32)
-    left = _nudged(plain, target, mirrored=False)
+    folded = None
     if n > 1 and np.array_equal(w, w[::-1]):
         folded = w.astype(np.float32)
-        left_folded = _nudged(folded, target, mirrored=True)
-        if abs(left_folded) <= max(abs(left), 2.0**-32 * float(np.sum(np.abs(w)))):
-            return folded.astype(np.float64)
+        left_folded = abs(_nudged(folded, target, mirrored=True))
+        if left_folded <= 2.0**-32 * float(np.sum(np.abs(w))):
+            return folded.astype(np.float64)  # close enough: no need of the other nudges
+    plain = w.astype(np.float32)
+    left = abs(_nudged(plain, target, mirrored=False))
+    if folded is not None and left_folded <= left:
+        return folded.astype(np.float64)
     return plain.astype(np.float64)
 
 

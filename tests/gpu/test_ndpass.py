@@ -1010,6 +1010,17 @@ def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monk
     assert {(4, 2), (1, 2), (4, 3), (1, 3)} <= used
 
 
+def _taps_case(rng, shape, wshape, k: int) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """An f32 array of ``shape`` with a NaN and an Inf, ``wshape`` weights whose first is zero
+    (skipped, as scipy skips it: the NaN under it does not spread), and case ``k``'s origins."""
+    x = rng.normal(size=shape).astype(np.float32)
+    x.flat[rng.integers(x.size)] = np.nan
+    x.flat[rng.integers(x.size)] = np.inf
+    w = rng.normal(size=wshape)
+    w.flat[0] = 0.0
+    return x, w, [_origins(n)[k % len(_origins(n))] for n in wshape]
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_nd_correlations_in_bands_of_lines_equal_one_line_an_invocation(gpu, monkeypatch, mode):
     """f32 kernels over the last two axes run TAPS_BAND output lines an invocation (nd_taps'
@@ -1025,12 +1036,7 @@ def test_nd_correlations_in_bands_of_lines_equal_one_line_an_invocation(gpu, mon
              ((6, 33), (1, 7))]  # fmt: skip
     used = set()
     for k, (shape, wshape) in enumerate(cases):
-        x = rng.normal(size=shape).astype(np.float32)
-        x.flat[rng.integers(x.size)] = np.nan
-        x.flat[rng.integers(x.size)] = np.inf
-        w = rng.normal(size=wshape)
-        w.flat[0] = 0.0  # skipped, as scipy skips it: the NaN under it does not spread
-        origins = [_origins(n)[k % len(_origins(n))] for n in wshape]
+        x, w, origins = _taps_case(rng, shape, wshape, k)
         got = {}
         for band in (0, 2, 4, 8):
             monkeypatch.setattr(ndpass, "TAPS_BAND", band)
@@ -1064,12 +1070,7 @@ def test_nd_correlations_reading_a_texture_equal_the_storage_ones(gpu, monkeypat
     cases = [((1, 1), (3, 3)), ((37, 45), (9, 9)), ((5, 7), (9, 11)), ((130,), (7,)),
              ((4, 9, 21), (3, 2, 5)), ((64, 64), (1, 17))]  # fmt: skip
     for k, (shape, wshape) in enumerate(cases):
-        x = rng.normal(size=shape).astype(np.float32)
-        x.flat[rng.integers(x.size)] = np.nan
-        x.flat[rng.integers(x.size)] = np.inf
-        w = rng.normal(size=wshape)
-        w.flat[0] = 0.0  # skipped, as scipy skips it: the NaN under it does not spread
-        origins = [_origins(n)[k % len(_origins(n))] for n in wshape]
+        x, w, origins = _taps_case(rng, shape, wshape, k)
         monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
         got = correlate_nd(
             x, w, border, origins, precision="f32", cval=CVAL, passes_engine=textured
