@@ -54,7 +54,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def run_tune(args: argparse.Namespace) -> int:
     from blurapp.core import planner
-    from blurapp.gpu import calibration
+    from blurapp.gpu import calibration, ndtune
     from blurapp.gpu.device import get_device
 
     ctx = get_device()
@@ -69,11 +69,17 @@ def run_tune(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     saved = None if args.dry_run else calibration.save_table(cal)
+    # blurapp.ndimage's own choice on a software adapter (texture or storage reads).
+    nd = ndtune.tune(ctx, save=not args.dry_run)
     if args.json:
-        print(json.dumps({**cal.to_json(), "path": str(saved) if saved else None}, indent=2))
+        print(json.dumps(
+            {**cal.to_json(), "path": str(saved) if saved else None, "ndimage": nd}, indent=2
+        ))  # fmt: skip
         return 0
     print(calibration.format_table(cal))
     if saved is not None:
         planner.use_table(cal.table())
         print(f"saved to {saved}: auto uses it on this adapter from now on")
+    if nd is not None:
+        print(f"ndimage: {ndtune.sentence(nd)}")
     return 0

@@ -18,12 +18,15 @@ def adapter_report() -> dict[str, Any]:
         "invocations_per_workgroup", "max_texture_side", "max_storage_binding"},
         "features": {"timestamp-query", "shader-f16", "subgroups"} (bools),
         "adapters": [summaries of every adapter wgpu sees], "cost_table": which cost table
-        auto uses (calibrated for this adapter, or built-in and why)}``; JSON-serialisable.
+        auto uses (calibrated for this adapter, or built-in and why), "ndimage": what
+        blurapp.ndimage's fused passes read here (:func:`blurapp.gpu.ndtune.describe`)}``;
+        JSON-serialisable.
 
     Raises:
         GpuUnavailableError: there is no adapter (one line saying what to install).
     """
     from blurapp.gpu.calibration import ensure_table, status
+    from blurapp.gpu.ndtune import describe
 
     ctx = get_device()
     ensure_table(ctx, background=False)
@@ -52,6 +55,7 @@ def adapter_report() -> dict[str, Any]:
         },
         "adapters": [a["summary"] for a in list_adapters()],
         "cost_table": status(),
+        "ndimage": describe(ctx),
     }
 
 

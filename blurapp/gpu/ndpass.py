@@ -535,6 +535,10 @@ TEXTURE_WIDTH = 1024
 TEXTURE_LINES = True
 #: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
 TEXTURE_TAPS = True
+#: And fused pairs (nd_plane.wgsl), where that is faster on this machine: ``"probe"`` asks
+#: :func:`blurapp.gpu.ndtune.plane_textures` (measured once per adapter and CPU: the texture
+#: wins on a Zen 3 CPU, the storage loads on a Zen 4 one); True or False forces it.
+TEXTURE_PLANES: bool | str = "probe"
 #: And the border dispatches of split passes (chunked line passes, fused pairs), from the
 #: texture their interior dispatch filled: no second copy.
 TEXTURE_BORDERS = True
@@ -1047,6 +1051,7 @@ class NdPasses:
         self._data_capacity = _WEIGHTS_START
         self._baking: set[tuple[Any, ...]] = set()  # pipelines compiling in the background
         self._returned: deque[Any] = deque()  # buffers of lent results, back (_Lease)
+        self._tuned: dict[str, Any] = {}  # blurapp.gpu.ndtune's answers for this adapter
 
     def _count(self, name: str) -> Any:
         def count(_key: Any, _value: Any) -> None:
@@ -1746,10 +1751,11 @@ def _chain_gpu(
     if x.size <= _slab_elements(engine, elem):
         data = _split(x, x_exp) if df else x
         features = engine.context.device.features
+        texin = engine.textures(x.size)
         dispatches, exp_in = _chain_dispatches(
             x.shape, lines, precision, two_prod, x_exp, tuple(w_exps),
             WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
-            engine.textures(x.size),
+            texin, texin and not df and _plane_textures(engine, x.shape, lines),
         )  # fmt: skip
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
@@ -1764,6 +1770,21 @@ def _chain_gpu(
             x_exp = _pow2_exponent(max([finite_max(out), *[c for c in extra if math.isfinite(c)]]))
         out = _line_in_slabs(engine, out, ln, precision, two_prod, x_exp, w_exp)
     return out
+
+
+def _plane_textures(engine: NdPasses, shape: tuple[int, ...], lines: Sequence[Line]) -> bool:
+    """Whether the chain's fused pairs read a texture (:data:`TEXTURE_PLANES`); asked of
+    :mod:`blurapp.gpu.ndtune` only where the chain has a pair that splits (a small array's
+    does not)."""
+    if isinstance(TEXTURE_PLANES, bool):
+        return TEXTURE_PLANES
+    if math.prod(shape) < _small() or not any(
+        _fusable(shape, a, b) for a, b in itertools.pairwise(lines)
+    ):
+        return True
+    from blurapp.gpu import ndtune
+
+    return ndtune.plane_textures(engine)
 
 
 def _line_key(ln: Line) -> tuple[Any, ...]:
@@ -1794,11 +1815,14 @@ def _chain_dispatches(
     wide: bool,
     shuffle: bool,
     texin: bool = False,
+    texplanes: bool | None = None,
 ) -> tuple[tuple[_Dispatch, ...], int]:
     """The dispatches of a chain that fits one binding, and the exponent of its result (df64);
-    cached (_CHAINS)."""
+    cached (_CHAINS). ``texin``: the passes may read their input as a texture; ``texplanes``
+    (None: as ``texin``): the fused pairs do (:data:`TEXTURE_PLANES`)."""
+    texplanes = texin if texplanes is None else texin and texplanes
     key = (shape, tuple(_line_key(ln) for ln in lines), precision, two_prod, x_exp, w_exps,
-           wide, shuffle, texin, _knobs())  # fmt: skip
+           wide, shuffle, texin, texplanes, _knobs())  # fmt: skip
     with _CHAINS_LOCK:
         hit = _CHAINS.get(key)
     if hit is not None:
@@ -1812,7 +1836,7 @@ def _chain_dispatches(
         ln = lines[i]
         fuse = not df and i + 1 < len(lines) and (size >= _small() or _bake())
         if fuse and _fusable(shape, ln, lines[i + 1]):
-            dispatches.extend(_plane_dispatches(shape, ln, lines[i + 1], wide, shuffle, texin))
+            dispatches.extend(_plane_dispatches(shape, ln, lines[i + 1], wide, shuffle, texplanes))
             i += 2
             continue
         dispatches.extend(_line_dispatches(ln, _shape3(shape, ln.axis), precision, two_prod,
