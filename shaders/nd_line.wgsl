@@ -205,7 +205,7 @@ fn load_pair(row: u32, s: i32, jv: u32) -> Chunk {
 // `texin` (f32, `roll`): the input also as a texture, r32float for `vec` 1 or rgba32float for
 // `vec` 4, index t at (t mod texw, t / texw) (blurapp.gpu.ndpass's TEXTURE_INPUT; nd_wide.wgsl's
 // says why).
-@group(0) @binding(4) var srct: texture_2d<f32>;
+{% include "nd_texin.wgsl" %}
 {% endif %}
 {% endif %}
 @group(0) @binding(3) var<uniform> params: LineParams;
@@ -243,7 +243,7 @@ fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
     }
 {% if texin | default(false) %}
     let t = (row + u32(s)) * params.inner_v + jv;
-    return textureLoad(srct, vec2<u32>(t % {$ texw $}u, t / {$ texw $}u), 0){% if vec == 1 %}.x{% endif %};
+    return fetch(t){% if vec == 1 %}.x{% endif %};
 {% else %}
     return src[(row + u32(s)) * params.inner_v + jv];
 {% endif %}

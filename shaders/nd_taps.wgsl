@@ -58,9 +58,9 @@ struct TapsParams {
 // `texin` (f32): the input is also an r32float texture, element e at (e mod texw, e / texw)
 // (blurapp.gpu.ndpass's TEXTURE_INPUT): on lavapipe a texel fetch is unrolled per lane where a
 // storage load is a loop over the lanes.
-@group(0) @binding(4) var srct: texture_2d<f32>;
+{% include "nd_texin.wgsl" %}
 fn load_src(e: u32) -> f32 {
-    return textureLoad(srct, vec2<u32>(e % {$ texw $}u, e / {$ texw $}u), 0).x;
+    return fetch(e).x;
 }
 {% else %}
 fn load_src(e: u32) -> {$ elem $} {

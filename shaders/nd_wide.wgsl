@@ -4,13 +4,13 @@
 // values are untouched). lavapipe's per-lane loop over a storage access costs per access and
 // lane more than per byte, so these take about half the per-lane work of vec4<f32> accesses.
 {% if texin | default(false) %}
-// `texin`: the input is also an rgba32float texture, the array's texels (4 floats each) in
-// rows of {$ texw $} (texel t at (t mod texw, t / texw)), where a texel fetch is cheaper than a
-// storage load (lavapipe: unrolled per lane, no loop with a vector rebuilt through memory).
-@group(0) @binding(4) var srct: texture_2d<f32>;
+// `texin`: the input is also an rgba32float texture, the array's texels (4 floats each),
+// where a texel fetch is cheaper than a storage load (lavapipe: unrolled per lane, no loop
+// with a vector rebuilt through memory).
+{% include "nd_texin.wgsl" %}
 @group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
 fn texel(t: u32) -> vec4<f32> {
-    return textureLoad(srct, vec2<u32>(t % {$ texw $}u, t / {$ texw $}u), 0);
+    return fetch(t);
 }
 {% else %}
 @group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;

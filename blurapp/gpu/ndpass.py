@@ -219,6 +219,8 @@ class _Dispatch:
     # "rgba32float" or "r32float"): NdPasses.run copies the input buffer into the array's
     # texture of that format before it.
     texin: str = ""
+    # The texture is bound as a read-only storage texture (TEXTURE_STORAGE), not a sampled one.
+    texstore: bool = False
 
 
 def _groups(total: int, wg: int = _WG) -> tuple[int, int]:
@@ -535,6 +537,11 @@ TEXTURE_WIDTH = 1024
 TEXTURE_LINES = True
 #: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
 TEXTURE_TAPS = True
+#: The textures are bound as read-only storage textures (nd_texin.wgsl's `texfmt`), not as
+#: sampled ones: on lavapipe a sampled fetch loads its mip level's row stride and offset once per
+#: SIMD lane (naga clamps the level to the texture's, so llvmpipe cannot take it for a
+#: constant), where a storage texel load has none.
+TEXTURE_STORAGE = True
 #: And fused pairs (nd_plane.wgsl), where that is faster on this machine: ``"probe"`` asks
 #: :func:`blurapp.gpu.ndtune.plane_textures` (measured once per adapter and CPU: the texture
 #: wins on a Zen 3 CPU, the storage loads on a Zen 4 one); True or False forces it.
@@ -1042,7 +1049,7 @@ class NdPasses:
         self._arrays: LruCache[tuple[int, bool], _ArrayBuffers] = LruCache(
             KEPT_ARRAYS, self._count("arrays_evicted")
         )
-        self._layout: tuple[tuple[Any, Any], tuple[Any, Any]] | None = None
+        self._layout: dict[tuple[str, bool], tuple[Any, Any]] | None = None
         self._uniforms: list[Any] = []
         self._data: list[Any] = []
         # The bytes each slot's buffers hold (None: unknown).
@@ -1147,7 +1154,7 @@ class NdPasses:
                         compute = None
                     self._fill_texture(encoder, bufs, src, data.size, d.texin)
                     textured = (src, d.texin)
-                group = self._bind_group(bufs, src, dst, i, d.texin)
+                group = self._bind_group(bufs, src, dst, i, d.texin, d.texstore)
                 # One compute pass for all: each dispatch is its own usage scope in WebGPU, so
                 # the next one sees this one's writes.
                 compute = compute or encoder.begin_compute_pass()
@@ -1211,7 +1218,9 @@ class NdPasses:
             texture = self.context.device.create_texture(
                 size=(width, full + (rest > 0), 1),
                 format=fmt,
-                usage=wgpu.TextureUsage.TEXTURE_BINDING | wgpu.TextureUsage.COPY_DST,
+                usage=wgpu.TextureUsage.TEXTURE_BINDING
+                | wgpu.TextureUsage.STORAGE_BINDING
+                | wgpu.TextureUsage.COPY_DST,
             )
             made = bufs.textures[fmt] = (texture, texture.create_view())
             self.stats["textures"] += 1
@@ -1337,9 +1346,10 @@ class NdPasses:
             self._uniforms_held.append(None)
             self.stats["buffers"] += 1
 
-    def _layouts(self, texin: bool = False) -> tuple[Any, Any]:
+    def _layouts(self, texin: str = "", store: bool = False) -> tuple[Any, Any]:
         """The bind group layout and pipeline layout of every pass; ``texin``: with the
-        input's texture at binding 4 (:data:`TEXTURE_INPUT`)."""
+        input's texture of that format at binding 4 (:data:`TEXTURE_INPUT`), a read-only
+        storage texture with ``store`` (:data:`TEXTURE_STORAGE`), else a sampled one."""
         import wgpu
 
         if self._layout is None:
@@ -1352,17 +1362,32 @@ class NdPasses:
                 {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
             ]
             texture = {"sample_type": "unfilterable-float", "view_dimension": "2d"}
-            made = []
-            for more in ([], [{"binding": 4, "visibility": compute, "texture": texture}]):
+            self._layout = {}
+            kinds: dict[tuple[str, bool], list[dict[str, Any]]] = {
+                ("", False): [],
+                ("sampled", False): [{"binding": 4, "visibility": compute, "texture": texture}],
+            }
+            for fmt in ("rgba32float", "r32float"):
+                st = {"access": "read-only", "format": fmt, "view_dimension": "2d"}
+                kinds[(fmt, True)] = [{"binding": 4, "visibility": compute, "storage_texture": st}]
+            for kind, more in kinds.items():
                 layout = device.create_bind_group_layout(entries=entries + more)
-                made.append((layout, device.create_pipeline_layout(bind_group_layouts=[layout])))
-            self._layout = (made[0], made[1])
-        return self._layout[1 if texin else 0]
+                pipeline = device.create_pipeline_layout(bind_group_layouts=[layout])
+                self._layout[kind] = (layout, pipeline)
+        if not texin:
+            return self._layout[("", False)]
+        return self._layout[(texin, True) if store else ("sampled", False)]
 
     def _bind_group(
-        self, bufs: _ArrayBuffers, src: Any, dst: Any, slot: int, texin: str = ""
+        self,
+        bufs: _ArrayBuffers,
+        src: Any,
+        dst: Any,
+        slot: int,
+        texin: str = "",
+        store: bool = False,
     ) -> Any:
-        key = (src, dst, slot, texin)
+        key = (src, dst, slot, texin, store)
         group = bufs.bind_groups.get(key)
         if group is None:
             entries: list[dict[str, Any]] = [
@@ -1374,7 +1399,7 @@ class NdPasses:
             if texin:
                 entries.append({"binding": 4, "resource": bufs.textures[texin][1]})
             group = self.context.device.create_bind_group(
-                layout=self._layouts(bool(texin))[0], entries=entries
+                layout=self._layouts(texin, store)[0], entries=entries
             )
             self.stats["bind_groups"] += 1
             bufs.bind_groups[key] = group
@@ -1391,7 +1416,7 @@ class NdPasses:
         self.stats["pipelines"] += 1
         return device.create_compute_pipeline(
             label=d.shader,
-            layout=self._layouts(bool(d.texin))[1],
+            layout=self._layouts(d.texin, d.texstore)[1],
             compute={"module": module, "entry_point": "main", "constants": dict(d.constants)},
         )
 
@@ -1928,7 +1953,11 @@ def _textured(d: _Dispatch, fmt: str = "rgba32float") -> _Dispatch:
     are per-lane loops through memory as storage loads are."""
     t = {k: v for k, v in d.template if k != "shuffle"}
     t.update(texin=True, texw=TEXTURE_WIDTH * (4 if fmt == "r32float" else 1))
-    return dataclasses.replace(d, template=tuple(sorted(t.items())), texin=fmt)
+    if TEXTURE_STORAGE:
+        t.update(texfmt=fmt)
+    return dataclasses.replace(
+        d, template=tuple(sorted(t.items())), texin=fmt, texstore=bool(TEXTURE_STORAGE)
+    )
 
 
 def _line_in_slabs(

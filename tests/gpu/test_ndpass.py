@@ -898,11 +898,14 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     same values bit for bit as their storage loads, on every border pair, both orders, origins,
     NaN and Inf; texels filling whole texture rows or not (TEXTURE_WIDTH 16: many rows); a
     repeated call makes no new texture. Their border strips read the same texture
-    (ndpass.TEXTURE_BORDERS)."""
+    (ndpass.TEXTURE_BORDERS). The texture is bound as a read-only storage texture
+    (ndpass.TEXTURE_STORAGE, with TEXTURE_WIDTH 16) or as a sampled one (1024)."""
     ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
     textured, plain = NdPasses(ctx), NdPasses(ctx)
     monkeypatch.setattr(ndpass, "SMALL", 0)  # the fused, split shaders on these small arrays
     monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", width)
+    store = width == 16
+    monkeypatch.setattr(ndpass, "TEXTURE_STORAGE", store)
     monkeypatch.setattr(ndpass, "WIDE_IO", True)
     rng = np.random.default_rng(29)
     shapes = [(37, 64), (70, 48), (300, 40), (64, 256), (2, 9, 40), (4, 40, 64)]
@@ -931,6 +934,9 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_plane"]
     assert any(t.get("texin") and t.get("edge") == "interior" for t in templates)
     assert any(t.get("texin") and t.get("edge") == "border" for t in templates)  # TEXTURE_BORDERS
+    assert {t.get("texfmt", "") for t in templates if t.get("texin")} == {
+        "rgba32float" if store else ""
+    }
     assert not any(dict(key[1]).get("texin") for key in plain._pipelines)
     assert textured.stats["textures"] >= 1
     monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
