@@ -542,6 +542,15 @@ TEXTURE_TAPS = True
 #: SIMD lane (naga clamps the level to the texture's, so llvmpipe cannot take it for a
 #: constant), where a storage texel load has none.
 TEXTURE_STORAGE = True
+#: A pass that reads its input from the texture alone (every dispatch of it, up to the one that
+#: swaps the buffers) writes its output into the buffer the texture was copied from, not into
+#: the other one: a call's data goes through one buffer and the texture instead of two buffers
+#: and the texture (24 → 16 MB at 1080p, for an L3 cache of 32 MB that scipy's calls between
+#: the benchmark's evict). The shaders read no storage buffer under `texin` (binding 0 takes the
+#: other buffer, which they never read). Equal bit for bit; 1080p, whole calls alternated with a
+#: scipy call before each, medians of 15 (minima), False / True, ms: sobel 4.78 (3.73) / 3.88
+#: (3.65), σ=2 7.52 (6.30) / 6.45 (6.11), σ=4 9.87 (9.21) / 9.26 (8.71); others within the noise.
+TEXTURE_IN_PLACE = True
 #: And fused pairs (nd_plane.wgsl), where that is faster on this machine: ``"probe"`` asks
 #: :func:`blurapp.gpu.ndtune.plane_textures` (measured once per adapter and CPU: the texture
 #: wins on a Zen 3 CPU, the storage loads on a Zen 4 one); True or False forces it.
@@ -1154,7 +1163,22 @@ class NdPasses:
                         compute = None
                     self._fill_texture(encoder, bufs, src, data.size, d.texin)
                     textured = (src, d.texin)
-                group = self._bind_group(bufs, src, dst, i, d.texin, d.texstore)
+                # In place: the dispatches up to the pass's last read the texture alone, so
+                # they write the buffer it was copied from (binding 0, which they never read,
+                # takes the other buffer): one buffer fewer through the caches.
+                in_place = TEXTURE_IN_PLACE and d.texin and textured == (src, d.texin)
+                if in_place:
+                    for e in dispatches[i:]:
+                        if e.texin != d.texin:
+                            in_place = False
+                            break
+                        if e.swap:
+                            break
+                if in_place:
+                    group = self._bind_group(bufs, dst, src, i, d.texin, d.texstore)
+                    self.stats["in_place"] += 1
+                else:
+                    group = self._bind_group(bufs, src, dst, i, d.texin, d.texstore)
                 # One compute pass for all: each dispatch is its own usage scope in WebGPU, so
                 # the next one sees this one's writes.
                 compute = compute or encoder.begin_compute_pass()
@@ -1162,7 +1186,10 @@ class NdPasses:
                 compute.set_bind_group(0, group)
                 gx, gy = _groups(d.invocations, d.wg)
                 compute.dispatch_workgroups(gx, gy, 1)
-                if d.swap:
+                if in_place:
+                    if d.swap:
+                        textured = None  # src holds the pass's output now, not the texture's
+                elif d.swap:
                     src, dst = dst, src
             if compute is not None:
                 compute.end()

@@ -939,10 +939,45 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     }
     assert not any(dict(key[1]).get("texin") for key in plain._pipelines)
     assert textured.stats["textures"] >= 1
+    assert textured.stats["in_place"] >= 1  # TEXTURE_IN_PLACE
     monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
     made = textured.stats["textures"]
     correlate1d_chain(x, lines, precision="f32", passes_engine=textured)
     assert textured.stats["textures"] == made
+
+
+def test_passes_write_in_place_only_where_the_texture_is_all_they_read(gpu, monkeypatch) -> None:
+    """A pass whose dispatches all read the texture writes its output into the buffer the
+    texture was copied from (ndpass.TEXTURE_IN_PLACE); where one of them reads the storage
+    buffer (border dispatches without TEXTURE_BORDERS) it writes the other buffer, as before.
+    Chains of fused pairs and line passes, split into interior and border dispatches, equal bit
+    for bit to the same chains without textures, and to TEXTURE_IN_PLACE off."""
+    ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "WIDE_IO", True)
+    rng = np.random.default_rng(53)
+    cases = [((70, 96), [(0, 5), (1, 5)]), ((3, 40, 64), [(0, 3), (1, 9), (2, 33)]),
+             ((90, 64), [(0, 33), (1, 33)]), ((37, 48), [(1, 3), (0, 3)])]  # fmt: skip
+    modes = sorted(MODES)
+    in_place = {True: 0, False: 0}
+    for k, (shape, axes) in enumerate(cases):
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        lines = [Line(a, rng.normal(size=t), MODES[modes[(k + a) % 5]][0], t % 3 - 1, cval=CVAL)
+                 for a, t in axes]  # fmt: skip
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
+        want = correlate1d_chain(x, lines, precision="f32", passes_engine=NdPasses(ctx))
+        for borders, place in itertools.product((True, False), (True, False)):
+            monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+            monkeypatch.setattr(ndpass, "TEXTURE_BORDERS", borders)
+            monkeypatch.setattr(ndpass, "TEXTURE_IN_PLACE", place)
+            engine = NdPasses(ctx)
+            got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+            np.testing.assert_array_equal(got, want)
+            assert place or engine.stats["in_place"] == 0
+            in_place[borders] += engine.stats["in_place"]
+    # Split passes whose borders read the storage buffer are not written in place.
+    assert in_place[True] > in_place[False] >= 1
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -984,6 +1019,7 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     assert any(t.get("texin") and t.get("edge") == "interior" for t in templates)
     assert any(t.get("texin") and t.get("edge") == "border" for t in templates)  # TEXTURE_BORDERS
     assert {t["vec"] for t in templates if t.get("texin") and not t.get("wide")} == {1, 4}
+    assert textured.stats["in_place"] >= 1  # TEXTURE_IN_PLACE
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
