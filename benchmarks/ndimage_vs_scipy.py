@@ -3,15 +3,20 @@ item 7): 2-D float32 images from 1 MP to 4K (gaussian_filter σ 1-8, uniform_fil
 9×9 correlate), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the float64
 path's cost over float32.
 
-    .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--quick] [--json F]
-        [--sizes 1080p,256] [--cases uniform,sobel] [--no-extras] [--ask-feature shader-int64]
+    .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--rounds 3] [--quick]
+        [--json F] [--sizes 1080p,256] [--cases uniform,sobel] [--no-extras]
+        [--ask-feature shader-int64]
 
-Each timing is the median of ``--repeat`` whole calls, blurapp's and scipy's alternated (the
-64×64 ones: median and minimum of 20), as a caller sees them (upload, passes, read-back, the
-output array), after the calls that compile the GPU pipelines (the background compile of a
-small array's unrolled pipeline included). scipy runs single-threaded, as scipy.ndimage does.
-On lavapipe the GPU is the CPU: compare ratios from one run, and note the load averages
-printed at the start and the end.
+Each timing is the median of ``--rounds`` × ``--repeat`` whole calls, blurapp's and scipy's
+alternated (the 64×64 ones: median and minimum of 20), as a caller sees them (upload, passes,
+read-back, the output array), after the calls that compile the GPU pipelines (the background
+compile of a small array's unrolled pipeline included). The run goes over every case
+``--rounds`` times, ``--repeat`` pairs of calls a case each time, so that a case's calls are
+spread over the run rather than taken in one burst: on a shared VM the speed moves with the
+host's load for seconds at a time, which a burst of calls takes whole (and which weighs more on
+blurapp's two threads than on scipy's one). The table also gives the lowest ratio of any one
+round. scipy runs single-threaded, as scipy.ndimage does. On lavapipe the GPU is the CPU:
+compare ratios from one run, and note the load averages printed at the start and the end.
 """
 
 from __future__ import annotations
@@ -49,20 +54,18 @@ def _time(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(_times(call, repeat))
 
 
-def _time_pair(
+def _pairs(
     ours: Callable[[], object], theirs: Callable[[], object], repeat: int
-) -> tuple[float, float]:
-    """Medians of ``repeat`` calls of each, alternated (after each one's warm-up calls): a
-    shared machine's load then weighs on both alike."""
-    _times(ours, 0)
-    _times(theirs, 0)
+) -> tuple[list[float], list[float]]:
+    """``repeat`` calls of each, alternated: a shared machine's load then weighs on both alike
+    (warm them first: :func:`_times` with 0)."""
     a, b = [], []
     for _ in range(repeat):
         for call, times in ((ours, a), (theirs, b)):
             start = time.perf_counter()
             call()
             times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(a), statistics.median(b)
+    return a, b
 
 
 def _cases_2d(weights9: np.ndarray) -> list[tuple[str, str, tuple, dict]]:
@@ -77,7 +80,10 @@ def _cases_2d(weights9: np.ndarray) -> list[tuple[str, str, tuple, dict]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="pairs of calls a case a round")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="passes over all the cases (default 3)"
+    )
     parser.add_argument("--quick", action="store_true", help="1 MP and 128³ only")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument(
@@ -123,22 +129,8 @@ def main() -> None:
     print(f"adapter: {info['name']} ({info['backend']}); load average {load[0]:.1f}; "
           f"device features {', '.join(features)}")  # fmt: skip
     rows: list[dict] = []
-
-    def run(label: str, shape_name: str, x: np.ndarray, name: str, a: tuple, kw: dict) -> dict:
-        ours, theirs = _time_pair(
-            lambda: getattr(bn, name)(x, *a, **kw), lambda: getattr(sn, name)(x, *a, **kw),
-            args.repeat,
-        )  # fmt: skip
-        row = {
-            "case": label, "shape": shape_name, "dtype": x.dtype.name,
-            "blurapp_ms": round(ours, 2), "scipy_ms": round(theirs, 2),
-            "speedup": round(theirs / ours, 2),
-        }  # fmt: skip
-        rows.append(row)
-        print(f"{shape_name:>8} {x.dtype.name:>7} {label:<22} blurapp {ours:9.1f} ms   "
-              f"scipy {theirs:9.1f} ms   {theirs / ours:6.2f}×", flush=True)  # fmt: skip
-        return row
-
+    # (label, shape name, array, function name, args, kwargs)
+    cases: list[tuple[str, str, np.ndarray, str, tuple, dict]] = []
     sizes = {"1MP": SIZES["1MP"]} if args.quick else SIZES
     if wanted_sizes is not None:
         sizes = {k: v for k, v in SIZES.items() if k.lower() in wanted_sizes}
@@ -146,7 +138,7 @@ def main() -> None:
         x = rng.random(shape, dtype=np.float32)
         for label, name, a, kw in _cases_2d(weights9):
             if chosen(label):
-                run(label, shape_name, x, name, a, kw)
+                cases.append((label, shape_name, x, name, a, kw))
     sides = [128] if args.quick else [256]
     if wanted_sizes is not None:
         sides = [int(s) for s in ("128", "256") if s in wanted_sizes]
@@ -154,7 +146,42 @@ def main() -> None:
         cube = rng.random((side,) * 3, dtype=np.float32)
         for sigma in (1, 2, 4):
             if chosen(f"gaussian_filter σ={sigma}"):
-                run(f"gaussian_filter σ={sigma}", f"{side}³", cube, "gaussian_filter", (sigma,), {})
+                cases.append((f"gaussian_filter σ={sigma}", f"{side}³", cube, "gaussian_filter",
+                              (sigma,), {}))  # fmt: skip
+
+    def calls(case: tuple) -> tuple[Callable[[], object], Callable[[], object]]:
+        _, _, x, name, a, kw = case
+        return (lambda: getattr(bn, name)(x, *a, **kw)), (lambda: getattr(sn, name)(x, *a, **kw))
+
+    for case in cases:  # compiles, warms
+        for call in calls(case):
+            _times(call, 0)
+    samples = [([], [], []) for _ in cases]  # blurapp's, scipy's, each round's ratio
+    for _ in range(max(1, args.rounds)):
+        for case, (ours, theirs, ratios) in zip(cases, samples, strict=True):
+            a, b = _pairs(*calls(case), args.repeat)
+            ours += a
+            theirs += b
+            ratios.append(statistics.median(b) / statistics.median(a))
+    from blurapp.gpu import ndpass
+
+    stats = ndpass.get_passes().stats
+    # A pipeline or an array's buffers dropped between rounds would be built again in a timed
+    # call: say so.
+    print(f"pipelines {stats['pipelines']} (evicted {stats['pipelines_evicted']}), array "
+          f"buffers evicted {stats['arrays_evicted']}")  # fmt: skip
+    for (label, shape_name, x, *_), (a, b, ratios) in zip(cases, samples, strict=True):
+        ours, theirs = statistics.median(a), statistics.median(b)
+        rows.append({
+            "case": label, "shape": shape_name, "dtype": x.dtype.name,
+            "blurapp_ms": round(ours, 2), "scipy_ms": round(theirs, 2),
+            "speedup": round(theirs / ours, 2), "lowest_round": round(min(ratios), 2),
+            "blurapp_samples_ms": [round(v, 3) for v in a],
+            "scipy_samples_ms": [round(v, 3) for v in b],
+        })  # fmt: skip
+        print(f"{shape_name:>8} {x.dtype.name:>7} {label:<22} blurapp {ours:9.1f} ms   "
+              f"scipy {theirs:9.1f} ms   {theirs / ours:6.2f}×  (lowest round "
+              f"{min(ratios):.2f}×)", flush=True)  # fmt: skip
 
     # per-call cost: a 64×64 array, where the arithmetic is negligible; 20 calls, whose
     # median and minimum are reported (one call is a millisecond: a loaded machine's
@@ -187,6 +214,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"adapter": info["name"], "device_features": features,
+                   "repeat": args.repeat, "rounds": args.rounds,
                        "load_average": load[0], "load_average_end": load_end[0], "rows": rows,
                        "overhead_64x64_ms": overhead, "float64": f64}, f, indent=2)  # fmt: skip
 
