@@ -489,6 +489,17 @@ MAX_FUSED_TAPS_ROW_FIRST = 17
 #: were within the noise of 16 and 32 (load 2.7-3.8).
 PLANE_COLS = 16
 PLANE_ROWS = 32
+#: On a software adapter (where the interior strips read a texture), a fused pair's interior
+#: invocations walk max(PLANE_ROWS, TALL_BANDS * (taps - 1)) lines, taps along the walked axis,
+#: halved while the dispatch would have fewer than TALL_BANDS_GROUPS workgroups for each CPU
+#: (lavapipe's threads): each band first loads taps - 1 lines that it stores nothing for, half
+#: of a 32-line band's walk for 17 taps. Same sums, equal bit for bit. Whole calls alternated,
+#: medians of 15 (minima), ms, 32 lines / TALL_BANDS 8 / 16: 1080p σ=2 8.67 (6.28) / 7.83
+#: (5.40) / 8.47 (5.70), σ=1 6.36 / 6.14 / 6.15; 4K σ=2 23.47 / 19.63 / 19.82, σ=1 21.14 /
+#: 18.18 / 19.90; 1 MP σ=2 5.10 / 4.66 (8); 256³ σ=2 95.1 / 90.8 (8); uniform_filter 5 and
+#: sobel (32 lines either way) unchanged.
+TALL_BANDS = 8
+TALL_BANDS_GROUPS = 2
 #: Fused pairs load and store 8 floats at a time as ``vec4<u64>`` (nd_plane.wgsl's `wide`)
 #: where the device has wgpu's "shader-int64" feature and lines hold a multiple of 8
 #: elements: lavapipe's storage accesses cost per access and lane more than per byte
@@ -628,7 +639,7 @@ def _plane_dispatches(
     hi = min(strips, (n1 - (cols + line_b.weights.size - 1) + line_b.centre) // cols + 1)
     if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
         return [_plane_dispatch(shape, first, second, wide)]
-    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle)
+    inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle, texin)
     border = (
         _plane_dispatch(shape, first, second, wide, "border", lo, hi) if lo + strips - hi else None
     )
@@ -648,6 +659,17 @@ def _split_pair(inner: _Dispatch, border: _Dispatch | None, texin: bool) -> list
     return [dataclasses.replace(tex(inner, True), swap=False), tex(border, TEXTURE_BORDERS)]
 
 
+def _plane_rows(planes: int, n0: int, count: int, taps: int) -> int:
+    """The lines an invocation of a fused pair's interior dispatch walks on a software adapter
+    (:data:`TALL_BANDS`): ``planes`` planes of ``n0`` lines, ``count`` strips a band, ``taps``
+    along the lines' axis (-2)."""
+    rows = max(PLANE_ROWS, TALL_BANDS * (taps - 1))
+    least = TALL_BANDS_GROUPS * (os.cpu_count() or 1) * _WG
+    while rows > PLANE_ROWS and planes * -(-n0 // rows) * count < least:
+        rows //= 2
+    return max(rows, PLANE_ROWS)
+
+
 def _plane_dispatch(
     shape: tuple[int, ...],
     first: Line,
@@ -657,6 +679,7 @@ def _plane_dispatch(
     lo: int = 0,
     hi: int = 0,
     shuffle: bool = False,
+    tall: bool = False,
 ) -> _Dispatch:
     """Two f32 passes along the last two axes (axis -2 then -1, or with ``rev`` axis -1 then
     -2) as one dispatch (nd_plane.wgsl); the same sums as their two line passes, along axis
@@ -669,9 +692,9 @@ def _plane_dispatch(
     rev = _row_first(shape, first, second)  # along axis -1 first (line_a: along axis -2)
     planes = math.prod(shape[:-2])
     cols = _plane_cols(n1)
-    rows = PLANE_ROWS
     strips = -(-n1 // cols)
     count = {"all": strips, "interior": hi - lo, "border": lo + strips - hi}[edge]
+    rows = _plane_rows(planes, n0, count, line_a.weights.size) if tall else PLANE_ROWS
     bands = -(-n0 // rows)
     invocations = planes * bands * count
     wg = PLANE_BORDER_WG if edge == "border" else _WG

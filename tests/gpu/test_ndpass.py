@@ -950,6 +950,60 @@ def test_fused_pairs_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
     assert textured.stats["textures"] == made
 
 
+def test_tall_bands_equal_bands_of_32_lines(gpu, monkeypatch) -> None:
+    """On a software adapter a fused pair's interior invocations walk TALL_BANDS lines a tap
+    (ndpass._plane_rows): the same values bit for bit as bands of PLANE_ROWS lines, bands
+    taller than the plane, planes not a multiple of the band, several planes, both orders,
+    every border, origins, NaN and Inf; never fewer workgroups than TALL_BANDS_GROUPS a CPU."""
+    ctx = _context_with(gpu, ndpass.WIDE_FEATURE)
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "WIDE_IO", True)
+    monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+    rng = np.random.default_rng(59)
+    # (shape, taps along axis -2 and -1, their borders): n0 above, below and not a multiple of
+    # the tall band; a constant border (no row-first pair: 13 taps at most) among them.
+    cases = [
+        ((300, 40), (17, 17), "reflect", "wrap"), ((37, 64), (17, 5), "mirror", "clamp"),
+        ((4, 150, 64), (9, 9), "wrap", "reflect"), ((200, 48), (13, 3), "constant", "clamp"),
+        ((130, 96), (5, 17), "clamp", "mirror"), ((260, 32), (17, 9), "clamp", "reflect"),
+    ]  # fmt: skip
+    walked, fused = [], 0
+    plane_rows = ndpass._plane_rows
+    monkeypatch.setattr(
+        ndpass, "_plane_rows", lambda *a: walked.append(plane_rows(*a)) or walked[-1]
+    )
+    for k, (shape, (ta, tb), ma, mb) in enumerate(cases * 2):
+        x = rng.normal(size=shape).astype(np.float32)
+        x.flat[rng.integers(x.size)] = np.nan
+        x.flat[rng.integers(x.size)] = -np.inf
+        nd = len(shape)
+        wa, wb = rng.normal(size=ta), rng.normal(size=tb)
+        wa = [wa, wa + wa[::-1]][k % 2]
+        lines = [Line(nd - 2, wa, MODES[ma][0], _origins(ta)[k % 3], cval=CVAL),
+                 Line(nd - 1, wb, MODES[mb][0], _origins(tb)[k % 3], cval=-2.5)]  # fmt: skip
+        if k >= len(cases):
+            lines.reverse()
+        got = []
+        for tall in (ndpass.TALL_BANDS, 0):
+            monkeypatch.setattr(ndpass, "TALL_BANDS", tall)
+            monkeypatch.setattr(ndpass, "TALL_BANDS_GROUPS", 0)  # these arrays are small
+            engine = NdPasses(ctx)
+            got.append(correlate1d_chain(x, lines, precision="f32", passes_engine=engine))
+        fused += any(key[0] == "nd_plane" for key in engine._pipelines)
+        np.testing.assert_array_equal(got[0], got[1])
+    assert fused == 2 * len(cases) and max(walked) == 128 and min(walked) == ndpass.PLANE_ROWS
+    monkeypatch.setattr(ndpass, "_plane_rows", plane_rows)
+    monkeypatch.setattr(ndpass, "TALL_BANDS", 8)
+    monkeypatch.setattr(ndpass, "TALL_BANDS_GROUPS", 2)
+    monkeypatch.setattr(ndpass.os, "cpu_count", lambda: 2)
+    assert ndpass._plane_rows(1, 1080, 118, 17) == 128  # 9 bands x 118 strips >= 512
+    assert ndpass._plane_rows(1, 1024, 62, 17) == 64  # 8 x 62 < 512: 16 x 62
+    assert ndpass._plane_rows(1, 1080, 118, 5) == 32  # 8 x 4 lines: PLANE_ROWS
+    assert ndpass._plane_rows(1, 64, 4, 17) == 32  # a small array: PLANE_ROWS
+    monkeypatch.setattr(ndpass.os, "cpu_count", lambda: 16)
+    assert ndpass._plane_rows(1, 1080, 118, 17) == 32  # 16 threads want 4096 invocations
+
+
 def test_passes_write_in_place_only_where_the_texture_is_all_they_read(gpu, monkeypatch) -> None:
     """A pass whose dispatches all read the texture writes its output into the buffer the
     texture was copied from (ndpass.TEXTURE_IN_PLACE); where one of them reads the storage
