@@ -214,7 +214,7 @@ def main() -> None:
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"adapter": info["name"], "device_features": features,
-                   "repeat": args.repeat, "rounds": args.rounds,
+                       "repeat": args.repeat, "rounds": args.rounds,
                        "load_average": load[0], "load_average_end": load_end[0], "rows": rows,
                        "overhead_64x64_ms": overhead, "float64": f64}, f, indent=2)  # fmt: skip
 

@@ -8,13 +8,8 @@
 // where a texel fetch is cheaper than a storage load (lavapipe: unrolled per lane, no loop
 // with a vector rebuilt through memory).
 {% include "nd_texin.wgsl" %}
-@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
-fn texel(t: u32) -> vec4<f32> {
-    return fetch(t);
-}
-{% else %}
-@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
 {% endif %}
+@group(0) @binding(0) var<storage, read> src: array<vec4<u64>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u64>>;
 
 struct Chunk {
@@ -37,7 +32,7 @@ fn unpacked(v: vec4<u64>) -> Chunk {
 // Elements 8 i .. 8 i + 7 of the array.
 fn chunk(i: u32) -> Chunk {
 {% if texin | default(false) %}
-    return Chunk(texel(2u * i), texel(2u * i + 1u));
+    return Chunk(fetch(2u * i), fetch(2u * i + 1u));
 {% else %}
     return unpacked(src[i]);
 {% endif %}
@@ -50,7 +45,7 @@ fn put(i: u32, a: vec4<f32>, b: vec4<f32>) {
 // Element e of the array.
 fn element(e: u32) -> f32 {
 {% if texin | default(false) %}
-    return texel(e / 4u)[e % 4u];
+    return fetch(e / 4u)[e % 4u];
 {% else %}
     let v = src[e / 8u][(e / 2u) % 4u];
     return bitcast<f32>(u32(v >> (32u * (e % 2u))));

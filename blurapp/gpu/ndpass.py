@@ -1081,7 +1081,7 @@ class NdPasses:
         self._arrays: LruCache[tuple[int, bool], _ArrayBuffers] = LruCache(
             KEPT_ARRAYS, self._count("arrays_evicted")
         )
-        self._layout: dict[tuple[str, bool], tuple[Any, Any]] | None = None
+        self._layout: dict[str, tuple[Any, Any]] | None = None
         self._uniforms: list[Any] = []
         self._data: list[Any] = []
         # The bytes each slot's buffers hold (None: unknown).
@@ -1411,22 +1411,23 @@ class NdPasses:
                 {"binding": 2, "visibility": compute, "buffer": {"type": "read-only-storage"}},
                 {"binding": 3, "visibility": compute, "buffer": {"type": "uniform"}},
             ]
-            texture = {"sample_type": "unfilterable-float", "view_dimension": "2d"}
-            self._layout = {}
-            kinds: dict[tuple[str, bool], list[dict[str, Any]]] = {
-                ("", False): [],
-                ("sampled", False): [{"binding": 4, "visibility": compute, "texture": texture}],
+            # Made all at once (a background compile may ask for any of them): none, a sampled
+            # texture (any float format), a read-only storage texture of each format.
+            binding4: dict[str, dict[str, Any]] = {
+                "sampled": {
+                    "texture": {"sample_type": "unfilterable-float", "view_dimension": "2d"}
+                }
             }
             for fmt in ("rgba32float", "r32float"):
                 st = {"access": "read-only", "format": fmt, "view_dimension": "2d"}
-                kinds[(fmt, True)] = [{"binding": 4, "visibility": compute, "storage_texture": st}]
-            for kind, more in kinds.items():
-                layout = device.create_bind_group_layout(entries=entries + more)
+                binding4[fmt] = {"storage_texture": st}
+            self._layout = {}
+            for kind, more in [("", None), *binding4.items()]:
+                extra = [{"binding": 4, "visibility": compute, **more}] if more else []
+                layout = device.create_bind_group_layout(entries=entries + extra)
                 pipeline = device.create_pipeline_layout(bind_group_layouts=[layout])
                 self._layout[kind] = (layout, pipeline)
-        if not texin:
-            return self._layout[("", False)]
-        return self._layout[(texin, True) if store else ("sampled", False)]
+        return self._layout[texin if store or not texin else "sampled"]
 
     def _bind_group(
         self,
