@@ -1,7 +1,8 @@
 """blurapp.ndimage against scipy.ndimage, the same calls on the same arrays in one run (issue 23
 item 7): 2-D float32 images from 1 MP to 4K (gaussian_filter σ 1-8, uniform_filter, sobel, a
-9×9 correlate), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the float64
-path's cost over float32.
+9×9 correlate), and the same at 1001×1001 (sides not a multiple of 4, as arrays in Python often
+have), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the float64 path's cost
+over float32.
 
     .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--rounds 3] [--quick]
         [--json F] [--sizes 1080p,256] [--cases uniform,sobel] [--no-extras]
@@ -31,7 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-SIZES = {"1MP": (1024, 1024), "1080p": (1080, 1920), "4K": (2160, 3840)}
+SIZES = {"1MP": (1024, 1024), "1001": (1001, 1001), "1080p": (1080, 1920), "4K": (2160, 3840)}
 
 
 def _times(call: Callable[[], object], repeat: int) -> list[float]:
@@ -87,8 +88,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 MP and 128³ only")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument(
-        "--sizes", help="comma-separated sizes to run (1MP, 1080p, 4K, and the cube's side: 128, "
-        "256); default: all (--quick: 1MP and 128)",
+        "--sizes", help="comma-separated sizes to run (1MP, 1001, 1080p, 4K, and the cube's "
+        "side: 128, 256); default: all (--quick: 1MP and 128)",
     )  # fmt: skip
     parser.add_argument(
         "--cases", help="comma-separated substrings of the case labels to run (e.g. 'σ=1,uniform,"

@@ -1087,6 +1087,7 @@ def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monk
     odd and even lengths, column groups (vec4 columns across the axis), scalar lines along the
     last axis and scalar columns, axes shorter than a block or than the kernel, NaN and Inf."""
     monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "PAD_LINES", 0)  # the 90-long lines stay scalar
     border = MODES[mode][0]
     rng = np.random.default_rng(43 + len(mode))
     cases = [((70, 16), 0, 35), ((37, 32), 0, 40), ((5, 16), 0, 37), ((3, 50, 8), 1, 38),
@@ -1504,3 +1505,91 @@ def _owner(a: np.ndarray) -> object:
     while isinstance(a, np.ndarray) and a.base is not None:
         a = a.base
     return a
+
+
+# Chains over lines of a length that is not a multiple of ndpass.PAD_LINES: (chain's passes as
+# (axis, taps, origin), whether the last axis' pass reads a constant border after another pass).
+PADDED_CHAINS = {
+    "last axis only": [(-1, 5, 1)],
+    "pair, axis -2 first": [(-2, 3, 0), (-1, 7, -2)],
+    "pair, last axis first": [(-1, 4, 0), (-2, 5, 0)],
+    "other axes only": [(0, 3, 0), (-2, 2, 0)],
+    "three axes": [(0, 3, 1), (-1, 9, 0), (-2, 3, -1)],
+}
+
+
+@pytest.mark.parametrize("chain", sorted(PADDED_CHAINS))
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_odd_lines_padded_to_whole_chunks(engine, monkeypatch, chain: str, mode: str) -> None:
+    """Lines along the last axis not a multiple of PAD_LINES long are extended on the host with
+    the columns the last axis' pass reads beyond them (ndpass._padded_chain), so that they take
+    the chunked, fused and texture paths: the result is the unpadded chain's, to f32 rounding,
+    NaN and infinities where the float64 reference has them, in ``out`` too. A constant border
+    along the last axis after another axis' pass is not padded (the intermediate's border is
+    the constant, which an added column would not stay) and is as right."""
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "BAKE_IN_BACKGROUND", False)
+    border, _ = MODES[mode]
+    rng = np.random.default_rng(len(chain) * 7 + len(mode))
+    for shape in [(3, 37, 203), (2, 70, 117)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        x[0, :5, 0] = np.nan  # the first and last columns: what the added ones copy
+        x[1, 7, -1] = np.inf
+        x[-1, 3, -2] = -np.inf
+        lines = [Line(a, rng.normal(size=t), border, o, cval=CVAL)
+                 for a, t, o in PADDED_CHAINS[chain]]  # fmt: skip
+        last = [k for k, ln in enumerate(lines) if ln.axis % 3 == 2]
+        padded = not (mode == "constant" and last and last[0] != 0)
+        assert (ndpass._line_padding(shape, lines, "f32") is not None) == padded
+        before = engine.stats["padded"]
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        assert engine.stats["padded"] == before + padded
+        assert got.shape == x.shape and got.dtype == np.float32 and got.flags.c_contiguous
+        want = ndreference.correlate1d_chain(x, lines)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isposinf(got), np.isposinf(want))
+        np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+        finite = np.isfinite(want)
+        scale = math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * max(
+            float(np.abs(x[np.isfinite(x)]).max()), CVAL
+        )
+        assert _rel_err(got[finite], want[finite], scale) < 2.0**-18, shape
+        out = np.full(shape, 9.0, np.float32)
+        into = correlate1d_chain(x, lines, precision="f32", passes_engine=engine, out=out,
+                                 lend=True)  # fmt: skip
+        assert into is out if padded else (into is out or ndpass.is_lent(into))
+        np.testing.assert_array_equal(into, got)
+        monkeypatch.setattr(ndpass, "PAD_LINES", 0)  # the unpadded paths
+        plain = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
+        monkeypatch.setattr(ndpass, "PAD_LINES", 8)
+        np.testing.assert_array_equal(np.isnan(plain), np.isnan(got))
+        assert _rel_err(got[finite], plain[finite].astype(np.float64), scale) < 2.0**-18
+
+
+def test_line_padding_only_where_it_is_exact_and_pays(monkeypatch) -> None:
+    """ndpass._line_padding: (before, after) columns covering the last axis' pass's reach on
+    each side and making the lines a multiple of PAD_LINES; none for lines already so, short
+    lines, small arrays, float64 (double-float), two passes along the last axis, a constant
+    border there after another pass, or padding of more than half a line."""
+    monkeypatch.setattr(ndpass, "SMALL", 1 << 15)
+    reflect, constant = Border(BorderMode.REFLECT), Border(BorderMode.CONSTANT)
+    w5, w3 = np.ones(5) / 5, np.ones(3) / 3
+    plan = ndpass._line_padding
+    for n in (1001, 1919, 203, 1025):
+        for origin in (-2, 0, 2):
+            before, after = plan((1080, n), [Line(0, w3, reflect), Line(1, w5, reflect, origin)],
+                                 "f32")  # fmt: skip
+            centre = 2 + origin
+            assert before == centre and after >= 4 - centre
+            assert (n + before + after) % ndpass.PAD_LINES == 0 and after - (4 - centre) < 8
+    assert plan((1080, 1001), [Line(0, w3, reflect)], "f32") == (0, 7)  # no pass along it
+    assert plan((1080, 1920), [Line(1, w5, reflect)], "f32") is None
+    assert plan((1080, 1001), [Line(1, w5, reflect)], "df64") is None
+    assert plan((1000, 31), [Line(1, w5, reflect)], "f32") is None  # short lines
+    assert plan((100, 101), [Line(1, w5, reflect)], "f32") is None  # fewer than SMALL
+    assert plan((1080, 1001), [Line(1, w5, reflect), Line(1, w3, reflect)], "f32") is None
+    assert plan((1080, 1001), [Line(0, w3, reflect), Line(1, w5, constant)], "f32") is None
+    assert plan((1080, 1001), [Line(1, w5, constant), Line(0, w3, reflect)], "f32") == (2, 5)
+    assert plan((1000, 101), [Line(1, np.ones(65), reflect)], "f32") is None  # 64 of 101
+    monkeypatch.setattr(ndpass, "PAD_LINES", 0)
+    assert plan((1080, 1001), [Line(1, w5, reflect)], "f32") is None
