@@ -111,8 +111,14 @@ MAX_ND = 8
 #: Array sizes whose buffers stay allocated (least recently used dropped), and the bytes they
 #: may hold together (three buffers a size: two ping-pong, one readback; two where the
 #: ping-pong buffers map themselves, MAPPED_IO).
-KEPT_ARRAYS = 4
+KEPT_ARRAYS = 8
 KEPT_BYTES = 768 << 20
+#: Arrays of more than this many bytes run in buffers of a size class: rounded up to a multiple
+#: of an eighth of the power of two below them (at most 1/8 more), so that nearby sizes share
+#: buffers (the padded widths of different kernels over one image, a folder of photos of a few
+#: sizes) instead of evicting each other's (a new buffer is zeroed and faulted in: ~1 ms a
+#: 4 MiB one on lavapipe).
+SIZE_CLASS_BYTES = 1 << 20
 KEPT_PIPELINES = 64  # as GpuFilter: ~3.5 MiB of JIT code each on lavapipe
 _WG = 128  # invocations per workgroup: lavapipe runs them as 8-wide SIMD rows
 _MAX_GROUPS = 65535  # workgroups per dispatch dimension (WebGPU's minimum limit)
@@ -1174,7 +1180,7 @@ class NdPasses:
         with self._lock:
             device = self.context.device
             self._reclaim()
-            bufs = self._array_buffers(nbytes)
+            bufs = self._array_buffers(self.buffer_bytes(nbytes))
             if bufs.mapped:
                 # The buffer is idle: a poll on this thread maps it at once (waiting for wgpu's
                 # poll thread to do it took ~1 ms, most of a small array's call).
@@ -1273,6 +1279,14 @@ class NdPasses:
                 readback.unmap()
         return out
 
+    def buffer_bytes(self, nbytes: int) -> int:
+        """The size of the buffers an array of ``nbytes`` (a multiple of 16) runs in: its size
+        class (:data:`SIZE_CLASS_BYTES`), within the largest binding."""
+        if nbytes <= SIZE_CLASS_BYTES:
+            return nbytes
+        step = 1 << (nbytes.bit_length() - 4)
+        return max(nbytes, min(-(-nbytes // step) * step, self.max_binding // 16 * 16))
+
     def _lends(self) -> bool:
         return LEND_RESULTS and self.context.is_software
 
@@ -1285,7 +1299,8 @@ class NdPasses:
             return False
         if not self.context.is_software and TEXTURE_INPUT != "always":  # "always": tests
             return False
-        rows = -(-elements // (4 * TEXTURE_WIDTH))
+        # The texture holds the buffers' size class (_fill_texture).
+        rows = -(-self.buffer_bytes(max(16, -(-elements // 4) * 16)) // (16 * TEXTURE_WIDTH))
         return rows <= int(self.context.device.limits["max-texture-dimension-2d"])
 
     def _fill_texture(
@@ -1301,8 +1316,10 @@ class NdPasses:
         full, rest = divmod(elements * 4 // texel, width)
         made = bufs.textures.get(fmt)
         if made is None:
+            # As large as the buffers, which arrays of other sizes in their class share.
+            rows = -(-bufs.nbytes // (width * texel))
             texture = self.context.device.create_texture(
-                size=(width, full + (rest > 0), 1),
+                size=(width, rows, 1),
                 format=fmt,
                 usage=wgpu.TextureUsage.TEXTURE_BINDING
                 | wgpu.TextureUsage.STORAGE_BINDING

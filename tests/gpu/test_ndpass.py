@@ -1593,3 +1593,31 @@ def test_line_padding_only_where_it_is_exact_and_pays(monkeypatch) -> None:
     assert plan((1000, 101), [Line(1, np.ones(65), reflect)], "f32") is None  # 64 of 101
     monkeypatch.setattr(ndpass, "PAD_LINES", 0)
     assert plan((1080, 1001), [Line(1, w5, reflect)], "f32") is None
+
+
+def test_nearby_array_sizes_share_buffers_of_their_size_class(gpu) -> None:
+    """Arrays of more than SIZE_CLASS_BYTES run in buffers of their size class (at most 1/8
+    larger, multiples of 16, within the largest binding): nearby sizes (a padded 1001-wide image
+    under different kernels, 1 MP) share one set of buffers and its texture, each result as
+    right as alone; small arrays keep their own size."""
+    passes = NdPasses(gpu)
+    size = passes.buffer_bytes
+    for nbytes in (16, 4096, ndpass.SIZE_CLASS_BYTES, ndpass.SIZE_CLASS_BYTES + 16, 4_036_032,
+                   4_194_304, 4_194_320, 8_294_400, 33_177_600):  # fmt: skip
+        got = size(nbytes)
+        assert got % 16 == 0 and nbytes <= got <= nbytes * 9 // 8, nbytes
+        assert got == nbytes or nbytes > ndpass.SIZE_CLASS_BYTES, nbytes
+    assert size(4_036_032) == size(4_194_304) == 4_194_304
+    capped = NdPasses(gpu, max_binding=4_200_000)
+    assert capped.buffer_bytes(4_194_320) == 4_200_000  # its class would pass the binding
+    rng = np.random.default_rng(29)
+    reflect = Border(BorderMode.REFLECT)
+    for shape, taps in [((1001, 1001), 9), ((1001, 1001), 3), ((1024, 1024), 5), ((990, 1020), 7)]:
+        x = rng.normal(size=shape).astype(np.float32)
+        lines = [Line(0, rng.normal(size=3), reflect), Line(1, rng.normal(size=taps), reflect)]
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+        want = ndreference.correlate1d_chain(x, lines)
+        scale = math.prod(float(np.abs(ln.weights).sum()) for ln in lines) * float(np.abs(x).max())
+        assert _rel_err(got, want, scale) < 2.0**-18, shape
+    assert len(passes._arrays) == 1 and passes.stats["arrays_evicted"] == 0
+    assert passes.stats["textures"] <= 1
