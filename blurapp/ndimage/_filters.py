@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from blurapp.core.borders import BorderMode
 from blurapp.core.ndreference import finite_max
 from blurapp.ndimage import _gpu
 from blurapp.ndimage._support import (
@@ -185,6 +186,44 @@ def _values(input: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(input, dtype=_compute_dtype(input.dtype))
 
 
+def _pass_values(input: np.ndarray, strategy: str | None) -> np.ndarray:
+    """What the GPU passes read of ``input``: its values as :func:`_values` gives them, except
+    that int8 to uint16 arrays (and bools, as bytes) go to blurapp.gpu.ndpass as they are
+    (exact in f32, they make their double-float pairs without a float64 copy)."""
+    if strategy is None:
+        if input.dtype == np.bool_:
+            input = input.view(np.uint8)
+        if input.dtype.kind in "iu" and input.dtype.itemsize <= 2:
+            return np.ascontiguousarray(input)
+    return _values(input)
+
+
+def _exact_in_f32(input: np.ndarray, p: _gpu.Pass) -> bool:
+    """Whether pass ``p`` over ``input`` is exact in float32: integer weights (sobel, prewitt,
+    laplace, a uniform filter's sum) over int8 to uint16 values (bools as bytes), every
+    partial sum within 2**24 (its dtype's largest magnitude times Σ|w|, a constant border's
+    value included). Then every sum float32 forms is the exact integer that scipy's double
+    forms, and the float32 pass (several times cheaper than double-float) gives scipy's
+    values bit for bit."""
+    dtype = np.dtype(np.uint8) if input.dtype == np.bool_ else input.dtype
+    if dtype.kind not in "iu" or dtype.itemsize > 2:
+        return False
+    w = np.asarray(p.weights, dtype=np.float64)
+    if not np.all(np.isfinite(w)) or not np.array_equal(w, np.round(w)):
+        return False
+    largest = float(max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)))
+    if _gpu.MODES[p.mode] is BorderMode.CONSTANT:
+        if not (math.isfinite(p.cval) and p.cval == round(p.cval)):
+            return False
+        largest = max(largest, abs(p.cval))
+    return float(np.abs(w).sum()) * largest < 2.0**24
+
+
+def _f32_values(input: np.ndarray) -> np.ndarray:
+    """An int8 to uint16 (or bool, as bytes) array's values in float32: exact."""
+    return (input.view(np.uint8) if input.dtype == np.bool_ else input).astype(np.float32)
+
+
 def _run_passes(
     input: np.ndarray, passes: Sequence[_gpu.Pass], output: np.ndarray, strategy: str | None
 ) -> np.ndarray:
@@ -204,7 +243,7 @@ def _run_passes(
             # The read-back straight into the output where it can take it (no new array).
             into = output if output.flags.c_contiguous else None
             result = _gpu.run_passes(
-                _values(cur), passes[k:], strategy=strategy, out=into, lend=fresh
+                _pass_values(cur, strategy), passes[k:], strategy=strategy, out=into, lend=fresh
             )
             if result is output:
                 return output
@@ -212,8 +251,14 @@ def _run_passes(
                 return result
             _store(result, output)
             return output
-        values = _values(cur)
-        result = _gpu.run_passes(values, passes[k : k + 1], strategy=strategy)
+        if _exact_in_f32(cur, passes[k]):
+            # Integer sums within 2**24: float32's are exact (nothing to snap).
+            result = _gpu.run_passes(_f32_values(cur), passes[k : k + 1], strategy=strategy)
+            _store(result, output)
+            cur = output
+            k += 1
+            continue
+        result = _gpu.run_passes(_pass_values(cur, strategy), passes[k : k + 1], strategy=strategy)
         _snap_store(result, cur, [passes[k].weights], passes[k].cval, output)
         cur = output
         k += 1
@@ -420,7 +465,11 @@ def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
         # Sum, then divide: the mean of integers is then the correctly rounded quotient, so
         # that it truncates as scipy's does (a window of 3s is 3, not 2.9999998).
         p = _gpu.Pass(axis, np.ones(size), mode, _cval(cval), _origin(origin))
-        total = _gpu.run_passes(_values(input), [p], strategy=strategy)
+        if _exact_in_f32(input, p):  # the sum is the exact integer in float32 too
+            total = _gpu.run_passes(_f32_values(input), [p], strategy=strategy)
+            total = total.astype(np.float64)  # divided in double, as before
+        else:
+            total = _gpu.run_passes(_values(input), [p], strategy=strategy)
         _store(total / total.dtype.type(size), output)
         return output
     p = _gpu.Pass(axis, np.full(size, 1.0 / size), mode, _cval(cval), _origin(origin))

@@ -207,7 +207,8 @@ def run_passes(
     the GPU buffer's own memory on a software adapter (ndpass.LEND_RESULTS), returned instead
     of ``out``.
     """
-    precision = "df64" if x.dtype == np.float64 else "f32"
+    # Integers (int8 to uint16 ones come as they are: ndpass._SMALL_INTS) in double-float.
+    precision = "df64" if x.dtype == np.float64 or x.dtype.kind in "iu" else "f32"
     if precision == "f32" or strategy is not None:
         passes = [replace(p, weights=f32_weights(p.weights)) for p in passes]
     if split and strategy is None and precision == "df64" and _cval_dominates(x, passes):

@@ -1621,3 +1621,28 @@ def test_nearby_array_sizes_share_buffers_of_their_size_class(gpu) -> None:
         assert _rel_err(got, want, scale) < 2.0**-18, shape
     assert len(passes._arrays) == 1 and passes.stats["arrays_evicted"] == 0
     assert passes.stats["textures"] <= 1
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_df64_chains_take_small_integers_as_they_are(engine, df64_ok, dtype) -> None:
+    """A df64 chain over int8 to uint16 values takes the array as it is (ndpass._SMALL_INTS:
+    each pair is the value scaled and 0, made without float64): the same pairs as the float64
+    split and the same float64 result, bit for bit, as over the values in float64; a constant
+    border larger than the data too."""
+    rng = np.random.default_rng(31)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, size=(19, 45), endpoint=True).astype(dtype)
+    x[0], x[1] = info.max, info.min
+    for exponent in (0, 3, 17, -5):
+        np.testing.assert_array_equal(
+            ndpass._split(x, exponent), ndpass._split(x.astype(np.float64), exponent)
+        )
+    w = rng.normal(size=7)
+    for border, cval in [(Border(BorderMode.REFLECT), 0.0), (Border(BorderMode.CONSTANT), 1e6)]:
+        lines = [Line(0, w, border, cval=cval), Line(1, w[:5], border, 1, cval=cval)]
+        ours = correlate1d_chain(x, lines, precision="df64", passes_engine=engine)
+        theirs = correlate1d_chain(x.astype(np.float64), lines, precision="df64",
+                                   passes_engine=engine)  # fmt: skip
+        assert ours.dtype == np.float64
+        np.testing.assert_array_equal(ours, theirs)
+    assert correlate1d_chain(x[:0], lines, precision="df64").dtype == np.float64

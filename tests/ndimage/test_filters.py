@@ -458,7 +458,59 @@ def test_multi_axis_passes_run_as_one_chain(monkeypatch):
     assert calls == [(np.float64, 3, "df64")]
     calls.clear()
     bn.uniform_filter(x.astype(np.uint8), 3)
-    assert [c[1:] for c in calls] == [(1, "df64")] * 3
+    # Integer sums within 2**24, exact in float32: pass by pass (scipy casts after each).
+    assert calls == [(np.float32, 1, "f32")] * 3
+    calls.clear()
+    bn.gaussian_filter(x.astype(np.uint8), 1.0)
+    # Other weights in double-float, the uint8 values as they are (no float64 copy).
+    assert calls == [(np.uint8, 1, "df64")] * 3
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "bool"])
+def test_integer_sums_run_in_float32_bit_for_bit(monkeypatch, dtype):
+    """Passes of integer weights (sobel, prewitt, laplace, a uniform filter's sum, any integer
+    correlate1d) over int8 to uint16 values whose partial sums stay within 2**24 run in
+    float32, exact: scipy's values bit for bit, for every mode, the dtype's extremes and
+    constant borders of integer values; a fractional or too large constant, or sums beyond
+    2**24, run in double-float as before."""
+    from blurapp.gpu import ndpass
+
+    precisions = []
+    real = ndpass.correlate1d_chain
+
+    def counting(x, passes, *, precision, **kw):
+        precisions.append(precision)
+        return real(x, passes, precision=precision, **kw)
+
+    monkeypatch.setattr(ndpass, "correlate1d_chain", counting)
+    x = _data((23, 61), dtype)
+    if dtype != "bool":
+        info = np.iinfo(dtype)
+        x[:3], x[3:6] = info.max, info.min
+    calls = {
+        "sobel": lambda m, **kw: m.sobel(x, 1, **kw),
+        "prewitt": lambda m, **kw: m.prewitt(x, 0, **kw),
+        "laplace": lambda m, **kw: m.laplace(x, **kw),
+        "uniform": lambda m, **kw: m.uniform_filter(x, (3, 5), **kw),
+        "correlate1d": lambda m, **kw: m.correlate1d(x, [3, -7, 2, 100], 1, origin=1, **kw),
+    }
+    for mode in ["reflect", "mirror", "nearest", "wrap", "constant", "grid-constant"]:
+        for cval, exact in [(0.0, True), (-300.0, True), (0.5, False), (2.0**24, False)]:
+            for name, call in calls.items():
+                precisions.clear()
+                with np.errstate(all="ignore"):
+                    theirs = call(sn, mode=mode, cval=cval)
+                    ours = call(bn, mode=mode, cval=cval)
+                np.testing.assert_array_equal(ours, theirs, err_msg=f"{name} {mode} {cval}")
+                assert ours.dtype == theirs.dtype
+                f32 = exact or "constant" not in mode
+                assert set(precisions) == {"f32" if f32 else "df64"}, (name, mode, cval)
+    wide = x.astype(np.uint16) * 0 + 65535  # a 300-tap sum of 65535s passes 2**24
+    precisions.clear()
+    np.testing.assert_array_equal(
+        bn.uniform_filter1d(wide, 300, 1), sn.uniform_filter1d(wide, 300, 1)
+    )
+    assert precisions == ["df64"]
 
 
 def test_strategy_runs_the_engine_and_agrees():
