@@ -168,6 +168,23 @@ def _snap_store(
         _store(d, target[start : start + part.size])
 
 
+def _store_quotient(total: np.ndarray, size: int, output: np.ndarray) -> None:
+    """:func:`_store` of ``total / size`` divided in float64 (an exact integer sum in float32
+    or float64: the correctly rounded double quotient, which truncates as scipy's), in steps
+    of _CHUNK elements into a C-contiguous output."""
+    if not output.flags.c_contiguous:
+        _store(total.astype(np.float64) / size, output)
+        return
+    flat = np.ascontiguousarray(total).reshape(-1)
+    target = output.reshape(-1)
+    quotient = np.empty(min(flat.size, _CHUNK))
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start : start + _CHUNK]
+        q = quotient[: part.size]
+        np.divide(part, float(size), out=q, dtype=np.float64)  # in double, not float32
+        _store(q, target[start : start + part.size])
+
+
 def _snap(values: np.ndarray, nearest: np.ndarray, tolerance: float) -> None:
     """Put the elements of ``values`` (float64) within ``tolerance`` of an integer on it, in
     place (NaN and ±inf stay: their gap is NaN); ``nearest``: scratch of the same size."""
@@ -467,10 +484,9 @@ def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
         p = _gpu.Pass(axis, np.ones(size), mode, _cval(cval), _origin(origin))
         if _exact_in_f32(input, p):  # the sum is the exact integer in float32 too
             total = _gpu.run_passes(_f32_values(input), [p], strategy=strategy)
-            total = total.astype(np.float64)  # divided in double, as before
         else:
             total = _gpu.run_passes(_values(input), [p], strategy=strategy)
-        _store(total / total.dtype.type(size), output)
+        _store_quotient(total, size, output)
         return output
     p = _gpu.Pass(axis, np.full(size, 1.0 / size), mode, _cval(cval), _origin(origin))
     return _run_passes(input, [p], output, strategy)
