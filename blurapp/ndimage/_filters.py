@@ -221,7 +221,8 @@ def _exact_in_f32(input: np.ndarray, p: _gpu.Pass) -> bool:
     partial sum within 2**24 (its dtype's largest magnitude times Σ|w|, a constant border's
     value included). Then every sum float32 forms is the exact integer that scipy's double
     forms, and the float32 pass (several times cheaper than double-float) gives scipy's
-    values bit for bit."""
+    values bit for bit (on blurapp.gpu.ndpass: a ``strategy=`` may be an FFT's or a low-rank
+    approximation)."""
     dtype = np.dtype(np.uint8) if input.dtype == np.bool_ else input.dtype
     if dtype.kind not in "iu" or dtype.itemsize > 2:
         return False
@@ -268,7 +269,7 @@ def _run_passes(
                 return result
             _store(result, output)
             return output
-        if _exact_in_f32(cur, passes[k]):
+        if strategy is None and _exact_in_f32(cur, passes[k]):
             # Integer sums within 2**24: float32's are exact (nothing to snap).
             result = _gpu.run_passes(_f32_values(cur), passes[k : k + 1], strategy=strategy)
             _store(result, output)
@@ -482,7 +483,7 @@ def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
         # Sum, then divide: the mean of integers is then the correctly rounded quotient, so
         # that it truncates as scipy's does (a window of 3s is 3, not 2.9999998).
         p = _gpu.Pass(axis, np.ones(size), mode, _cval(cval), _origin(origin))
-        if _exact_in_f32(input, p):  # the sum is the exact integer in float32 too
+        if strategy is None and _exact_in_f32(input, p):  # the exact integer in float32 too
             total = _gpu.run_passes(_f32_values(input), [p], strategy=strategy)
         else:
             total = _gpu.run_passes(_values(input), [p], strategy=strategy)
