@@ -1921,7 +1921,12 @@ def _chain_gpu(
         if into is not None:
             return engine.run(data, dispatches, lambda v: _copied(v, into), lend=lend)
         return engine.run(data, dispatches, lend=lend).reshape(x.shape)
-    # Too large for one binding: pass by pass, each over slabs that fit.
+    # Too large for one binding: along an axis no pass runs along (a colour image's channels,
+    # a stack's images), parts that fit run the whole chain each; else pass by pass, each
+    # over slabs that fit.
+    part = _untouched_part(x.shape, lines, _slab_elements(engine, elem))
+    if part is not None:
+        return _chain_in_parts(engine, x, lines, *part, precision, two_prod, into)
     out = x.astype(np.float64) if x.dtype in _SMALL_INTS else x
     for ln, w_exp in zip(lines, w_exps, strict=True):
         if df:  # each pass's data scaled afresh (the chain's scale is not carried across)
@@ -1929,6 +1934,55 @@ def _chain_gpu(
             x_exp = _pow2_exponent(max([finite_max(out), *[c for c in extra if math.isfinite(c)]]))
         out = _line_in_slabs(engine, out, ln, precision, two_prod, x_exp, w_exp)
     return out
+
+
+def _untouched_part(
+    shape: tuple[int, ...], lines: Sequence[Line], slab: int
+) -> tuple[int, int] | None:
+    """For a chain over an array larger than one binding: an axis no pass runs along and how
+    many of its indices a part takes, where one index's part fits ``slab`` elements: axis 0
+    in blocks (views), another axis one index at a time; None where there is none."""
+    size = math.prod(shape)
+    touched = {normalise_axis(ln.axis, len(shape)) for ln in lines}
+    for u in range(len(shape)):
+        if u in touched or shape[u] < 2 or size // shape[u] > slab:
+            continue
+        return u, max(1, slab // (size // shape[u])) if u == 0 else 1
+    return None
+
+
+def _chain_in_parts(
+    engine: NdPasses,
+    x: np.ndarray,
+    lines: Sequence[Line],
+    axis: int,
+    block: int,
+    precision: str,
+    two_prod: str,
+    into: np.ndarray | None,
+) -> np.ndarray:
+    """The chain over ``x`` part by part along ``axis``, which no pass runs along (so the parts
+    are independent): blocks of ``block`` indices of axis 0 read back straight into the
+    result, or one index of another axis at a time, that axis dropped (the passes' axes after
+    it one lower: a colour image's channel is a plane whose two passes may fuse)."""
+    out = into if into is not None else np.empty(x.shape, _result_dtype(precision))
+    engine.stats["parts"] += 1
+    if axis == 0:
+        for start in range(0, x.shape[0], block):
+            _chain_gpu(engine, x[start : start + block], lines, precision, two_prod,
+                       out[start : start + block])  # fmt: skip
+        return out
+    sub = [_with_axis(ln, ln.axis - (ln.axis > axis)) for ln in lines]
+    index: list[Any] = [slice(None)] * x.ndim
+    for i in range(x.shape[axis]):
+        index[axis] = i
+        part = np.ascontiguousarray(x[tuple(index)])
+        out[tuple(index)] = _chain_gpu(engine, part, sub, precision, two_prod, None, True)
+    return out
+
+
+def _result_dtype(precision: str) -> np.dtype:
+    return np.dtype(np.float32 if precision == "f32" else np.float64)
 
 
 #: Lines along the last axis whose length is not a multiple of PAD_LINES (the wide shaders'

@@ -1646,3 +1646,43 @@ def test_df64_chains_take_small_integers_as_they_are(engine, df64_ok, dtype) -> 
         assert ours.dtype == np.float64
         np.testing.assert_array_equal(ours, theirs)
     assert correlate1d_chain(x[:0], lines, precision="df64").dtype == np.float64
+
+
+@pytest.mark.parametrize("precision", ["f32", "df64"])
+def test_chains_beyond_the_binding_run_in_parts_along_untouched_axes(gpu, df64_ok, precision):
+    """An array larger than one binding whose chain leaves an axis alone (a colour image's
+    channels, a stack's images) runs the whole chain part by part along it (one channel at a
+    time, that axis dropped; blocks of images read back in place), equal to the float64
+    reference; a chain along every axis still goes pass by pass over slabs."""
+    small = NdPasses(gpu, max_binding=16000)  # 4000 f32 or 2000 df64 elements
+    rng = np.random.default_rng(41)
+    dtype = np.float32 if precision == "f32" else np.float64
+    bound = 1e-12 if precision == "df64" else 2e-5
+    rgb = rng.normal(size=(40, 50, 3)).astype(dtype)
+    rgb[3, 4, 1] = np.nan
+    stack = rng.normal(size=(5, 30, 40)).astype(dtype)
+    cases = [
+        (rgb, [Line(0, rng.normal(size=5), Border(BorderMode.REFLECT), 1),
+               Line(1, rng.normal(size=7), Border(BorderMode.CONSTANT), cval=2.0)]),
+        (stack, [Line(2, rng.normal(size=3), Border(BorderMode.WRAP)),
+                 Line(1, rng.normal(size=4), Border(BorderMode.MIRROR), -1)]),
+    ]  # fmt: skip
+    for x, lines in cases:
+        parts = small.stats["parts"]
+        got = correlate1d_chain(x, lines, precision=precision, passes_engine=small)
+        assert small.stats["parts"] == parts + 1
+        want = ndreference.correlate1d_chain(x, lines)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        scale = float(np.nanmax(np.abs(want)))
+        assert (
+            got.dtype == dtype and _rel_err(np.nan_to_num(got), np.nan_to_num(want), scale) < bound
+        )
+        out = np.full(x.shape, 7.0, dtype)
+        assert correlate1d_chain(x, lines, precision=precision, passes_engine=small, out=out) is out
+        np.testing.assert_array_equal(out, got)
+    every = [*cases[1][1], Line(0, rng.normal(size=3), Border(BorderMode.REFLECT))]
+    parts = small.stats["parts"]
+    got = correlate1d_chain(stack, every, precision=precision, passes_engine=small)
+    assert small.stats["parts"] == parts
+    want = ndreference.correlate1d_chain(stack, every)
+    assert _rel_err(got, want, float(np.abs(want).max())) < bound
