@@ -1940,15 +1940,25 @@ def _untouched_part(
     shape: tuple[int, ...], lines: Sequence[Line], slab: int
 ) -> tuple[int, int] | None:
     """For a chain over an array larger than one binding: an axis no pass runs along and how
-    many of its indices a part takes, where one index's part fits ``slab`` elements: axis 0
-    in blocks (views), another axis one index at a time; None where there is none."""
+    many of its indices a part takes, where one index's part fits ``slab`` elements (axis 0
+    in blocks, views; another axis one index at a time): the one with the fewest parts, at
+    most MAX_PARTS (each part is a call of its own); None where there is none."""
     size = math.prod(shape)
     touched = {normalise_axis(ln.axis, len(shape)) for ln in lines}
+    best = None
     for u in range(len(shape)):
         if u in touched or shape[u] < 2 or size // shape[u] > slab:
             continue
-        return u, max(1, slab // (size // shape[u])) if u == 0 else 1
-    return None
+        block = max(1, slab // (size // shape[u])) if u == 0 else 1
+        parts = -(-shape[u] // block)
+        if parts <= MAX_PARTS and (best is None or parts < best[0]):
+            best = (parts, u, block)
+    return None if best is None else (best[1], best[2])
+
+
+#: The most parts :func:`_chain_in_parts` cuts an array into (a 3000 x 4001 x 3 image's pass
+#: along axis 0 would otherwise be 4001 calls of 3000 x 3 elements, not 3 of its channels).
+MAX_PARTS = 64
 
 
 def _chain_in_parts(

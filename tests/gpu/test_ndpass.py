@@ -1680,6 +1680,16 @@ def test_chains_beyond_the_binding_run_in_parts_along_untouched_axes(gpu, df64_o
         out = np.full(x.shape, 7.0, dtype)
         assert correlate1d_chain(x, lines, precision=precision, passes_engine=small, out=out) is out
         np.testing.assert_array_equal(out, got)
+    # The axis with the fewest parts: a 12 MP colour image's pass along its rows is three
+    # channel planes, not 4001 columns; along its columns, blocks of rows; none past MAX_PARTS.
+    w3, reflect = np.ones(3), Border(BorderMode.REFLECT)
+    part = ndpass._untouched_part
+    assert part((3000, 4001, 3), [Line(0, w3, reflect)], 1 << 25) == (2, 1)
+    assert part((3000, 4001, 3), [Line(1, w3, reflect)], 1 << 25) == (0, 2795)
+    assert part((3000, 4001, 3), [Line(0, w3, reflect), Line(1, w3, reflect)], 1 << 25) == (2, 1)
+    assert part((50, 4001, 3), [Line(1, w3, reflect), Line(2, w3, reflect)], 12003) == (0, 1)
+    assert part((65, 4001, 3), [Line(1, w3, reflect), Line(2, w3, reflect)], 12003) is None
+    assert part((100, 65, 3), [Line(0, w3, reflect), Line(2, w3, reflect)], 300) is None
     every = [*cases[1][1], Line(0, rng.normal(size=3), Border(BorderMode.REFLECT))]
     parts = small.stats["parts"]
     got = correlate1d_chain(stack, every, precision=precision, passes_engine=small)
