@@ -230,7 +230,11 @@ def _per_axis_borders(borders: Sequence[Border] | Border, ndim: int) -> tuple[Bo
 
 
 def finite_max(a: np.ndarray) -> float:
-    """max |a| over its finite values (0.0 when there are none)."""
+    """max |a| over its finite values (0.0 when there are none); an integer array's from its
+    extremes (no float copy, and no abs overflow at int8's -128), a bool array's 0 or 1."""
+    a = np.asarray(a)
+    if a.size and a.dtype.kind in "biu":
+        return float(max(abs(int(a.min())), abs(int(a.max()))))
     a = np.abs(a)
     finite = a[np.isfinite(a)] if not np.all(np.isfinite(a)) else a
     return float(finite.max()) if finite.size else 0.0

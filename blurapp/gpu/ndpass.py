@@ -1782,14 +1782,6 @@ def _as_input(x: np.ndarray, precision: str, small_ints: bool = False) -> np.nda
     return np.asarray(x, dtype=np.float32 if precision == "f32" else np.float64)
 
 
-def _max_abs(x: np.ndarray) -> float:
-    """max |x| over the finite values (:func:`finite_max`); a small-int array's from its
-    extremes."""
-    if x.dtype in _SMALL_INTS:
-        return float(max(abs(int(x.min())), abs(int(x.max())))) if x.size else 0.0
-    return finite_max(x)
-
-
 def correlate1d_chain(
     x: np.ndarray,
     passes: Sequence[Line],
@@ -1833,7 +1825,7 @@ def correlate1d_chain(
     """
     _check_precision(precision)
     x = _as_input(x, precision, small_ints=True)
-    dtype = np.dtype(np.float32 if precision == "f32" else np.float64)  # the result's
+    dtype = _result_dtype(precision)
     shape = x.shape
     flat = x.reshape(-1) if x.ndim == 0 else x
     lines = [_with_axis(ln, normalise_axis(ln.axis, flat.ndim)) for ln in passes]
@@ -1900,7 +1892,7 @@ def _chain_gpu(
     if df:
         cvals = [abs(ln.constant) for ln in lines if ln.border.mode is BorderMode.CONSTANT]
         finite_cvals = [c for c in cvals if math.isfinite(c)]
-        x_exp = _pow2_exponent(max([_max_abs(x), *finite_cvals]))
+        x_exp = _pow2_exponent(max([finite_max(x), *finite_cvals]))
         w_exps = [_pow2_exponent(finite_max(ln.weights)) for ln in lines]
     pad = _line_padding(x.shape, lines, precision)
     if pad is not None and (x.size // x.shape[-1]) * sum(pad, x.shape[-1]) <= _slab_elements(

@@ -113,18 +113,6 @@ def _store(result: np.ndarray, output: np.ndarray) -> None:
 _CHUNK = 1 << 16
 
 
-def _max_abs(values: np.ndarray) -> float:
-    """max |x| over ``values``' finite elements (0.0 without any); an integer array's from its
-    extremes (no float copy), a bool array's from its bytes (see :func:`_values`)."""
-    if values.size == 0:
-        return 0.0
-    if values.dtype == np.bool_:
-        values = values.view(np.uint8)
-    if values.dtype.kind in "iu":
-        return float(max(abs(int(values.min())), abs(int(values.max()))))
-    return finite_max(values)
-
-
 def _snap_store(
     result: np.ndarray,
     values: np.ndarray,
@@ -147,7 +135,9 @@ def _snap_store(
     if output.dtype.kind not in "biu" or result.dtype != np.float64 or result.size == 0:
         _store(result, output)
         return
-    scale = max(_max_abs(values), abs(cval) if math.isfinite(cval) else 0.0)
+    if values.dtype == np.bool_:  # read as its bytes (see _values)
+        values = values.view(np.uint8)
+    scale = max(finite_max(values), abs(cval) if math.isfinite(cval) else 0.0)
     for w in weights:
         scale *= float(np.sum(np.abs(w)))
     tolerance = scale * 2.0**-40

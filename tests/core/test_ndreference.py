@@ -87,3 +87,16 @@ def test_chain_and_bad_lines() -> None:
         Line(0.5, np.ones(3), Border(BorderMode.CLAMP))
     with pytest.raises(np.exceptions.AxisError):
         correlate1d(x, Line(3, np.ones(3), Border(BorderMode.CLAMP)))
+
+
+def test_finite_max_over_floats_integers_and_bools() -> None:
+    """max |a| over the finite values; integers from their extremes (int8's -128 is 128, not
+    abs()'s overflowed -128), bools 0 or 1, empty arrays 0."""
+    from blurapp.core.ndreference import finite_max
+
+    assert finite_max(np.array([1.5, -np.inf, np.nan, -3.0])) == 3.0
+    assert finite_max(np.array([np.nan])) == 0.0
+    assert finite_max(np.array([5, -128, 7], np.int8)) == 128.0
+    assert finite_max(np.array([65535, 3], np.uint16)) == 65535.0
+    assert finite_max(np.array([False, True])) == 1.0
+    assert finite_max(np.zeros(0, np.int16)) == 0.0
