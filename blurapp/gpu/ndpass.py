@@ -644,13 +644,16 @@ def _plane_dispatches(
     wide: bool = False,
     shuffle: bool = False,
     texin: bool = False,
+    keep: tuple[int, int] | None = None,
 ) -> list[_Dispatch]:
     """:func:`_plane_dispatch` as two dispatches over the same buffers where a plane has strips
     whose window lies inside the line (:data:`PLANE_SPLIT`): those strips without any border
     code (on lavapipe the border code runs, masked, for every line of every strip: 20-30 % of
     the pass), then the others. A small array (whose fallback is the two line passes) keeps one
     dispatch. ``texin`` (:data:`TEXTURE_INPUT`): wide strips read the input as a texture
-    (:func:`_split_pair`)."""
+    (:func:`_split_pair`). ``keep``: only those columns of the result are used; where they all
+    lie in interior strips, the interior dispatch over their strips alone (:data:`PAD_INTERIOR`:
+    the other columns keep what the output buffer held)."""
     n1 = shape[-1]
     line_b = first if first.axis == len(shape) - 1 else second
     cols = _plane_cols(n1)
@@ -659,6 +662,10 @@ def _plane_dispatches(
     hi = min(strips, (n1 - (cols + line_b.weights.size - 1) + line_b.centre) // cols + 1)
     if not PLANE_SPLIT or lo >= hi or math.prod(shape) < _small():
         return [_plane_dispatch(shape, first, second, wide)]
+    if keep is not None and lo <= keep[0] // cols and -(-keep[1] // cols) <= hi:
+        inner = _plane_dispatch(shape, first, second, wide, "interior", keep[0] // cols,
+                                -(-keep[1] // cols), shuffle, texin)  # fmt: skip
+        return _split_pair(inner, None, texin)
     inner = _plane_dispatch(shape, first, second, wide, "interior", lo, hi, shuffle, texin)
     border = (
         _plane_dispatch(shape, first, second, wide, "border", lo, hi) if lo + strips - hi else None
@@ -1081,6 +1088,84 @@ def _parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
             f.result()
 
 
+#: NdPasses.run maps its buffers on the calling thread (:func:`_map_here`) rather than through
+#: wgpu-py's ``map_async().sync_wait()``, which wakes wgpu-py's poll thread to poll and hand
+#: the mapping back: on the 2-vCPU VM a wake-up of a thread on an idle vCPU takes 40-90 us
+#: (a threading.Event round trip: 78 us, 175 us after 5 ms idle), and a call made several.
+#: Whole calls after a scipy call, alternated, medians of 30-40, ms, poll thread / here:
+#: 1001 x 1001 uniform_filter 5 6.24 / 5.76, sobel 5.03 / 4.72; 1080p uniform 7.35 / 6.47,
+#: sobel 6.60 / 6.21; 64 x 64 uniform 0.82 / 0.67.
+MAP_HERE = True
+
+
+#: The callbacks of mappings that failed before wgpu called them: kept alive, since it may.
+_UNCALLED: list[Any] = []
+
+
+def _map(device: Any, buffer: Any, mode: str) -> None:
+    """Map the whole idle or just-submitted ``buffer`` for ``mode`` ("READ" or "WRITE")."""
+    if MAP_HERE and _can_map_here(buffer):
+        _map_here(device, buffer, mode)
+        return
+    # The work was submitted: no empty submission to "sync" a read first (what
+    # map_async("READ") adds each time; wgpu's own read_buffer maps the same way).
+    mapping = buffer.map_async("READ_NOSYNC" if mode == "READ" else mode)
+    poll = getattr(device, "_poll", None)
+    if poll is not None and mode == "WRITE":
+        # The buffer is idle: a poll on this thread maps it at once.
+        poll(False)
+    mapping.sync_wait()
+
+
+def _can_map_here(buffer: Any) -> bool:
+    """Whether ``buffer`` is a wgpu-native buffer whose map state :func:`_map_here` can keep as
+    wgpu-py keeps it (wgpu 0.32's GPUBuffer attributes)."""
+    return all(hasattr(buffer, name) for name in
+               ("_internal", "_map_state", "_mapped_status", "_mapped_memoryviews"))  # fmt: skip
+
+
+def _map_here(device: Any, buffer: Any, mode: str) -> None:
+    """``buffer.map_async(mode).sync_wait()`` for the whole buffer, polled on this thread: a
+    write mapping of an idle buffer completes in a poll that does not wait, a read mapping in
+    one that waits for the queue (the GPU's fence wakes this thread itself). The buffer's
+    wgpu-py state is set as its own ``map_async`` sets it (its ``unmap``, ``read_mapped`` and
+    ``write_mapped`` work after it); a failed mapping leaves it unmapped and raises."""
+    from wgpu import enums
+    from wgpu.backends.wgpu_native._api import ffi, lib, libf, new_struct
+
+    map_mode = lib.WGPUMapMode_Read if mode == "READ" else lib.WGPUMapMode_Write
+    status: list[int] = []
+
+    @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+    def mapped(code: int, _message: Any, _userdata1: Any, _userdata2: Any) -> None:
+        status.append(code)
+
+    info = new_struct(
+        "WGPUBufferMapCallbackInfo", mode=lib.WGPUCallbackMode_AllowProcessEvents, callback=mapped
+    )
+    buffer._map_state = enums.BufferMapState.pending
+    try:
+        libf.wgpuBufferMapAsync(buffer._internal, map_mode, 0, buffer.size, info)
+        wait = mode == "READ"
+        for _ in range(100):
+            libf.wgpuDevicePoll(device._internal, wait, ffi.NULL)
+            if status:
+                break
+            wait = True
+    except BaseException:
+        buffer._map_state = enums.BufferMapState.unmapped
+        _UNCALLED.append(mapped)  # wgpu may still call it
+        raise
+    if status[:1] != [lib.WGPUMapAsyncStatus_Success]:
+        buffer._map_state = enums.BufferMapState.unmapped
+        if not status:
+            _UNCALLED.append(mapped)
+        raise RuntimeError(f"Could not map buffer (status {status[:1]}).")
+    buffer._map_state = enums.BufferMapState.mapped
+    buffer._mapped_status = 0, buffer.size, map_mode
+    buffer._mapped_memoryviews = []
+
+
 class _Padded:
     """An f32 array ``x`` with its lines along the last axis extended by ``left`` and
     ``right`` (arrays of x's shape but for the last axis): what NdPasses.run uploads for
@@ -1198,11 +1283,7 @@ class NdPasses:
             if bufs.mapped:
                 # The buffer is idle: a poll on this thread maps it at once (waiting for wgpu's
                 # poll thread to do it took ~1 ms, most of a small array's call).
-                mapping = bufs.a.map_async("WRITE")
-                poll = getattr(device, "_poll", None)
-                if poll is not None:
-                    poll(False)
-                mapping.sync_wait()
+                _map(device, bufs.a, "WRITE")
                 try:
                     if PARALLEL_IO:
                         mapped = bufs.a._experimental_get_mapped_range(0, bufs.nbytes)
@@ -1276,9 +1357,7 @@ class NdPasses:
             if not bufs.mapped:
                 encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
             device.queue.submit([encoder.finish()])
-            # The work above was submitted: no empty submission to "sync" the map first (what
-            # map_sync(READ) adds each time; wgpu's own read_buffer maps the same way).
-            readback.map_async("READ_NOSYNC").sync_wait()
+            _map(device, readback, "READ")
             if lend and bufs.mapped and self._lends():
                 return self._lent(bufs, readback, data.shape)
             try:
@@ -1877,10 +1956,13 @@ def _chain_gpu(
     two_prod: str,
     into: np.ndarray | None = None,
     lend: bool = False,
+    keep: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """The chain on the GPU (df64: scaled by powers of two around it); the result read back
     into ``into`` (x's shape and dtype, C-contiguous) where given and the array fits one
-    binding, else a new array (f32 with ``lend``: maybe the mapped buffer, NdPasses.run)."""
+    binding, else a new array (f32 with ``lend``: maybe the mapped buffer, NdPasses.run).
+    ``keep``: only the columns ``keep[0]`` to ``keep[1] - 1`` of the last axis are used of the
+    result (:func:`_padded_chain`): a pass may leave the others unmade."""
     if not lines:
         return x.copy()
     elem = _elem_bytes(precision)
@@ -1906,7 +1988,7 @@ def _chain_gpu(
         dispatches, exp_in = _chain_dispatches(
             x.shape, lines, precision, two_prod, x_exp, tuple(w_exps),
             WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
-            texin, texin and not df and _plane_textures(engine, x.shape, lines),
+            texin, texin and not df and _plane_textures(engine, x.shape, lines), keep,
         )  # fmt: skip
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
@@ -1994,6 +2076,12 @@ def _result_dtype(precision: str) -> np.dtype:
 #: and 1080 x 1919 filters at 0.8-1.1x scipy.ndimage where 1024 x 1024 ran at 3-3.6x.
 PAD_LINES = 8
 PAD_MIN_LINE = 64
+#: Where the last axis' pass is part of a fused pair (nd_plane.wgsl), the padding also moves the
+#: real columns into the pair's interior strips (a whole strip before them, enough after):
+#: the pair then runs as its interior dispatch alone, over the strips that hold real columns,
+#: and the border dispatch, whose strips would only make the dropped columns, is not run (it
+#: took ~0.25 ms of a 1001 x 1001 pair's ~2.5 on lavapipe: two workgroups of scalar loads).
+PAD_INTERIOR = True
 
 
 def _line_padding(
@@ -2019,10 +2107,39 @@ def _line_padding(
         if ln.border.mode is BorderMode.CONSTANT and along[0] != 0:
             return None
         before, after = ln.centre, ln.weights.size - 1 - ln.centre
+    if along and PAD_INTERIOR and _pair_along_last(shape, lines):
+        # The real columns in whole interior strips (_plane_dispatches' `lo` to `hi`): the
+        # first at the start of strip ceil(centre / cols), the last one's strip's window
+        # inside the padded line.
+        cols = _plane_cols(n)
+        start = -(-before // cols) * cols
+        width = ((start + n - 1) // cols + 1) * cols + after
+        width += -width % PAD_LINES
+        if width - n <= n // 2:
+            return start, width - start - n
     after += -(n + before + after) % PAD_LINES
     if before + after > n // 2:
         return None
     return before, after
+
+
+def _pair_along_last(shape: tuple[int, ...], lines: Sequence[Line]) -> bool:
+    """Whether :func:`_chain_dispatches` fuses the chain's pass along the last axis into a pair
+    (nd_plane.wgsl) once its lines are a multiple of PAD_LINES long."""
+    if not MAX_FUSED_TAPS:
+        return False
+    wide = (*shape[:-1], shape[-1] + -shape[-1] % PAD_LINES)
+    last = len(shape) - 1
+    i = 0
+    while i + 1 < len(lines):
+        if _fusable(wide, lines[i], lines[i + 1]):
+            if last in (normalise_axis(lines[i].axis, len(shape)),
+                        normalise_axis(lines[i + 1].axis, len(shape))):  # fmt: skip
+                return True
+            i += 2
+        else:
+            i += 1
+    return False
 
 
 def _padded_chain(
@@ -2056,7 +2173,8 @@ def _padded_chain(
         ext = np.zeros((*x.shape[:-1], before + after), np.float32)
     engine.stats["padded"] += 1
     wide = _Padded(x, ext[..., :before], ext[..., before:])
-    result = _chain_gpu(engine, wide, lines, precision, two_prod, None, lend)  # type: ignore[arg-type]
+    result = _chain_gpu(engine, wide, lines, precision, two_prod, None, lend,  # type: ignore[arg-type]
+                        keep=(before, before + n))  # fmt: skip
     rows = x.size // n
     out = into if into is not None else np.empty(x.shape, np.float32)
     _parallel_copy(out.reshape(rows, n), result.reshape(rows, -1)[:, before : before + n])
@@ -2107,13 +2225,15 @@ def _chain_dispatches(
     shuffle: bool,
     texin: bool = False,
     texplanes: bool | None = None,
+    keep: tuple[int, int] | None = None,
 ) -> tuple[tuple[_Dispatch, ...], int]:
     """The dispatches of a chain that fits one binding, and the exponent of its result (df64);
     cached (_CHAINS). ``texin``: the passes may read their input as a texture; ``texplanes``
-    (None: as ``texin``): the fused pairs do (:data:`TEXTURE_PLANES`)."""
+    (None: as ``texin``): the fused pairs do (:data:`TEXTURE_PLANES`); ``keep``: the columns of
+    the last axis the result is used at (:func:`_chain_gpu`)."""
     texplanes = texin if texplanes is None else texin and texplanes
     key = (shape, tuple(_line_key(ln) for ln in lines), precision, two_prod, x_exp, w_exps,
-           wide, shuffle, texin, texplanes, _knobs())  # fmt: skip
+           wide, shuffle, texin, texplanes, keep, _knobs())  # fmt: skip
     with _CHAINS_LOCK:
         hit = _CHAINS.get(key)
     if hit is not None:
@@ -2127,7 +2247,9 @@ def _chain_dispatches(
         ln = lines[i]
         fuse = not df and i + 1 < len(lines) and (size >= _small() or _bake())
         if fuse and _fusable(shape, ln, lines[i + 1]):
-            dispatches.extend(_plane_dispatches(shape, ln, lines[i + 1], wide, shuffle, texplanes))
+            dispatches.extend(
+                _plane_dispatches(shape, ln, lines[i + 1], wide, shuffle, texplanes, keep)
+            )
             i += 2
             continue
         dispatches.extend(_line_dispatches(ln, _shape3(shape, ln.axis), precision, two_prod,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+import struct
 import warnings
 
 import numpy as np
@@ -1559,6 +1560,11 @@ def test_odd_lines_padded_to_whole_chunks(engine, monkeypatch, chain: str, mode:
                                  lend=True)  # fmt: skip
         assert into is out if padded else (into is out or ndpass.is_lent(into))
         np.testing.assert_array_equal(into, got)
+        monkeypatch.setattr(ndpass, "PAD_INTERIOR", False)  # border strips run, bit for bit
+        np.testing.assert_array_equal(
+            correlate1d_chain(x, lines, precision="f32", passes_engine=engine), got
+        )
+        monkeypatch.setattr(ndpass, "PAD_INTERIOR", True)
         monkeypatch.setattr(ndpass, "PAD_LINES", 0)  # the unpadded paths
         plain = correlate1d_chain(x, lines, precision="f32", passes_engine=engine)
         monkeypatch.setattr(ndpass, "PAD_LINES", 8)
@@ -1572,6 +1578,7 @@ def test_line_padding_only_where_it_is_exact_and_pays(monkeypatch) -> None:
     lines, small arrays, float64 (double-float), two passes along the last axis, a constant
     border there after another pass, or padding of more than half a line."""
     monkeypatch.setattr(ndpass, "SMALL", 1 << 15)
+    monkeypatch.setattr(ndpass, "PAD_INTERIOR", False)  # below: with it
     reflect, constant = Border(BorderMode.REFLECT), Border(BorderMode.CONSTANT)
     w5, w3 = np.ones(5) / 5, np.ones(3) / 3
     plan = ndpass._line_padding
@@ -1591,6 +1598,34 @@ def test_line_padding_only_where_it_is_exact_and_pays(monkeypatch) -> None:
     assert plan((1080, 1001), [Line(0, w3, reflect), Line(1, w5, constant)], "f32") is None
     assert plan((1080, 1001), [Line(1, w5, constant), Line(0, w3, reflect)], "f32") == (2, 5)
     assert plan((1000, 101), [Line(1, np.ones(65), reflect)], "f32") is None  # 64 of 101
+    # PAD_INTERIOR: where the last axis' pass is in a fused pair, the real columns start a strip
+    # and every strip holding them is an interior one (its window inside the padded line).
+    monkeypatch.setattr(ndpass, "PAD_INTERIOR", True)
+    cols = ndpass.PLANE_COLS
+    for n in (1001, 1919, 203, 1025):
+        for origin in (-2, 0, 2):
+            for taps in (w5, np.ones(17) / 17):
+                line = Line(1, taps, reflect, origin)
+                chain = [Line(0, w3, reflect), line]
+                assert ndpass._pair_along_last((1080, n), chain)
+                before, after = plan((1080, n), chain, "f32")
+                n1 = before + n + after
+                reach = taps.size - 1 - line.centre
+                assert n1 % ndpass.PAD_LINES == 0 and before % cols == 0
+                assert 0 <= before - line.centre < cols
+                last = (before + n - 1) // cols  # the strip of the last real column
+                assert (last + 1) * cols + reach <= n1 < (last + 1) * cols + reach + 8
+                lo, hi = before // cols, last + 1
+                dispatches = ndpass._plane_dispatches((1080, n1), chain[0], line, keep=(before,
+                                                      before + n))  # fmt: skip
+                assert [dict(d.template)["edge"] for d in dispatches] == ["interior"]
+                sel = struct.unpack("<II", dispatches[0].uniforms[48:56])
+                assert sel == (lo, hi)
+    assert plan((1080, 1001), [Line(1, w5, constant), Line(0, w3, reflect)], "f32") == (16, 15)
+    assert plan((1080, 1001), [Line(1, w5, reflect)], "f32") == (2, 5)  # no pair: as before
+    assert plan((1080, 1001), [Line(0, w3, reflect)], "f32") == (0, 7)
+    # 16 columns before 65 would be over half the line: the plain padding (a border dispatch)
+    assert plan((1000, 65), [Line(0, w3, reflect), Line(1, w5, reflect)], "f32") == (2, 5)
     monkeypatch.setattr(ndpass, "PAD_LINES", 0)
     assert plan((1080, 1001), [Line(1, w5, reflect)], "f32") is None
 
@@ -1696,3 +1731,55 @@ def test_chains_beyond_the_binding_run_in_parts_along_untouched_axes(gpu, df64_o
     assert small.stats["parts"] == parts
     want = ndreference.correlate1d_chain(stack, every)
     assert _rel_err(got, want, float(np.abs(want).max())) < bound
+
+
+def test_buffers_mapped_on_the_calling_thread_as_wgpu_maps_them(gpu, monkeypatch) -> None:
+    """NdPasses.run maps its buffers on the calling thread (ndpass.MAP_HERE): no poll token, so
+    wgpu-py's poll thread is not woken for a call; the buffer's wgpu-py state is what its own
+    map_async leaves (write_mapped, read_mapped, unmap and a later map_async work), and the
+    values are those of the poll thread's mapping, for float32 and double-float."""
+    import wgpu
+
+    device = gpu.device
+    usage = wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
+    src = device.create_buffer(size=64, usage=usage)
+    dst = device.create_buffer(size=64, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    data = np.arange(16, dtype=np.float32)
+    ndpass._map_here(device, src, "WRITE")
+    assert src.map_state == "mapped"
+    src.write_mapped(data)
+    src.unmap()
+    encoder = device.create_command_encoder()
+    encoder.copy_buffer_to_buffer(src, 0, dst, 0, 64)
+    device.queue.submit([encoder.finish()])
+    ndpass._map_here(device, dst, "READ")  # waits for the copy
+    assert dst.map_state == "mapped"
+    np.testing.assert_array_equal(np.frombuffer(dst.read_mapped(), np.float32), data)
+    with pytest.raises(RuntimeError, match="write"):
+        dst.write_mapped(data)  # mapped for reading only, as wgpu-py's own mapping would be
+    dst.unmap()
+    dst.map_async("READ").sync_wait()  # wgpu-py's own mapping after ours
+    np.testing.assert_array_equal(np.frombuffer(dst.read_mapped(), np.float32), data)
+    dst.unmap()
+    with pytest.raises(wgpu.GPUValidationError, match="MAP_READ"):
+        ndpass._map_here(device, src, "READ")  # a MAP_WRITE buffer: wgpu refuses, we raise
+    assert src.map_state == "unmapped"
+    ndpass._map_here(device, src, "WRITE")  # and it still maps as it may
+    src.unmap()
+
+    rng = np.random.default_rng(31)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.WRAP))]  # fmt: skip
+    poller = device._poller
+    for dtype, precision in ((np.float32, "f32"), (np.float64, "df64")):
+        x = rng.normal(size=(300, 200)).astype(dtype)
+        results = {}
+        for here in (False, True):
+            monkeypatch.setattr(ndpass, "MAP_HERE", here)
+            passes = NdPasses(gpu)
+            correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
+            passes.wait_baked()
+            tokens = poller._token_count
+            results[here] = correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
+            assert (poller._token_count == tokens) == here
+        np.testing.assert_array_equal(results[True], results[False])
