@@ -1783,3 +1783,28 @@ def test_buffers_mapped_on_the_calling_thread_as_wgpu_maps_them(gpu, monkeypatch
             results[here] = correlate1d_chain(x, lines, precision=precision, passes_engine=passes)
             assert (poller._token_count == tokens) == here
         np.testing.assert_array_equal(results[True], results[False])
+
+
+def test_padded_columns_copied_in_runs_equal_a_gather() -> None:
+    """ndpass._Padded fills the added columns within the target, after the array, by runs of
+    columns whose sources go by one step: the same array as gathering each added column's
+    source (or the constant), for every border, lines shorter than the padding (several
+    reflections), no columns before or after, and no pass along the axis (all constant)."""
+    rng = np.random.default_rng(41)
+    for n in (1, 5, 64, 65, 1001):
+        for before, after in [(0, 7), (2, 5), (16, 15), (3, 0), (20, 20), (0, 0)]:
+            for mode in BorderMode:
+                x = rng.normal(size=(4, n)).astype(np.float32)
+                at = np.r_[np.arange(-before, 0), np.arange(n, n + after)]
+                sources = Border(mode).map_indices(at, n)
+                got = ndpass._Padded(x, before, after, sources, 2.5).array()
+                gathered = np.where(sources < 0, np.float32(2.5), x[:, np.maximum(sources, 0)])
+                want = np.concatenate([gathered[:, :before], x, gathered[:, before:]], axis=1)
+                np.testing.assert_array_equal(got, want, err_msg=f"{n} {before} {after} {mode}")
+                runs = ndpass._column_runs(sources, before)
+                assert sum(count for _, count, _, _ in runs) == before + after
+                if mode in (BorderMode.REFLECT, BorderMode.CONSTANT) and n >= before + after:
+                    assert len(runs) == (before > 0) + (after > 0)  # one run a side
+    none = ndpass._Padded(np.ones((2, 9), np.float32), 3, 4, np.full(7, -1), 0.0).array()
+    np.testing.assert_array_equal(none[:, :3], 0)
+    np.testing.assert_array_equal(none[:, -4:], 0)
