@@ -1102,10 +1102,25 @@ MAP_HERE = True
 _UNCALLED: list[Any] = []
 
 
-def _map(device: Any, buffer: Any, mode: str) -> None:
-    """Map the whole idle or just-submitted ``buffer`` for ``mode`` ("READ" or "WRITE")."""
+def _submit(device: Any, commands: Any) -> int | None:
+    """``device.queue.submit([commands])``; with :data:`MAP_HERE` through wgpu-native's
+    ``wgpuQueueSubmitForIndex``, whose submission index :func:`_map_here` waits for (else
+    None)."""
+    queue = device.queue
+    if not (MAP_HERE and hasattr(queue, "_internal") and hasattr(commands, "_internal")):
+        queue.submit([commands])
+        return None
+    from wgpu.backends.wgpu_native._api import libf, new_array
+
+    handles = new_array("WGPUCommandBuffer[]", [commands._internal])
+    return int(libf.wgpuQueueSubmitForIndex(queue._internal, 1, handles))
+
+
+def _map(device: Any, buffer: Any, mode: str, submitted: int | None = None) -> None:
+    """Map the whole idle or just-submitted ``buffer`` for ``mode`` ("READ" or "WRITE");
+    ``submitted``: the submission index (:func:`_submit`) that last used it."""
     if MAP_HERE and _can_map_here(buffer):
-        _map_here(device, buffer, mode)
+        _map_here(device, buffer, mode, submitted)
         return
     # The work was submitted: no empty submission to "sync" a read first (what
     # map_async("READ") adds each time; wgpu's own read_buffer maps the same way).
@@ -1124,10 +1139,11 @@ def _can_map_here(buffer: Any) -> bool:
                ("_internal", "_map_state", "_mapped_status", "_mapped_memoryviews"))  # fmt: skip
 
 
-def _map_here(device: Any, buffer: Any, mode: str) -> None:
+def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None) -> None:
     """``buffer.map_async(mode).sync_wait()`` for the whole buffer, polled on this thread: a
     write mapping of an idle buffer completes in a poll that does not wait, a read mapping in
-    one that waits for the queue (the GPU's fence wakes this thread itself). The buffer's
+    one that waits for the submission ``submitted`` (the GPU's fence wakes this thread itself;
+    not for work other threads submitted after it; None: for the whole queue). The buffer's
     wgpu-py state is set as its own ``map_async`` sets it (its ``unmap``, ``read_mapped`` and
     ``write_mapped`` work after it); a failed mapping leaves it unmapped and raises."""
     from wgpu import enums
@@ -1146,12 +1162,15 @@ def _map_here(device: Any, buffer: Any, mode: str) -> None:
     buffer._map_state = enums.BufferMapState.pending
     try:
         libf.wgpuBufferMapAsync(buffer._internal, map_mode, 0, buffer.size, info)
-        wait = mode == "READ"
-        for _ in range(100):
-            libf.wgpuDevicePoll(device._internal, wait, ffi.NULL)
+        if mode == "READ" and submitted is not None:
+            index = ffi.new("WGPUSubmissionIndex *", submitted)
+            libf.wgpuDevicePoll(device._internal, True, index)
+        else:
+            libf.wgpuDevicePoll(device._internal, mode == "READ", ffi.NULL)
+        for _ in range(100):  # not mapped yet (the buffer was busy): wait for the whole queue
             if status:
                 break
-            wait = True
+            libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
     except BaseException:
         buffer._map_state = enums.BufferMapState.unmapped
         _UNCALLED.append(mapped)  # wgpu may still call it
@@ -1391,8 +1410,8 @@ class NdPasses:
             readback = src if bufs.mapped else bufs.readback
             if not bufs.mapped:
                 encoder.copy_buffer_to_buffer(src, 0, bufs.readback, 0, nbytes)
-            device.queue.submit([encoder.finish()])
-            _map(device, readback, "READ")
+            submitted = _submit(device, encoder.finish())
+            _map(device, readback, "READ", submitted)
             if lend and bufs.mapped and self._lends():
                 return self._lent(bufs, readback, data.shape)
             try:

@@ -1808,3 +1808,46 @@ def test_padded_columns_copied_in_runs_equal_a_gather() -> None:
     none = ndpass._Padded(np.ones((2, 9), np.float32), 3, 4, np.full(7, -1), 0.0).array()
     np.testing.assert_array_equal(none[:, :3], 0)
     np.testing.assert_array_equal(none[:, -4:], 0)
+
+
+def test_a_read_back_waits_for_its_own_submission_not_later_ones(gpu) -> None:
+    """ndpass._map_here maps a read-back once the submission that wrote it (ndpass._submit's
+    index) is done, not after work submitted after it (another thread's filter on the same
+    device, say); without an index it waits for the whole queue."""
+    import time
+
+    import wgpu
+
+    device = gpu.device
+    size = 32 << 20  # the later work: 16 copies of 32 MiB (~60 ms on lavapipe)
+    copies = [device.create_buffer(size=size, usage=wgpu.BufferUsage.COPY_SRC
+                                   | wgpu.BufferUsage.COPY_DST) for _ in range(2)]  # fmt: skip
+    src = device.create_buffer(
+        size=64, usage=wgpu.BufferUsage.MAP_WRITE | wgpu.BufferUsage.COPY_SRC
+    )
+    dst = device.create_buffer(size=64, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    data = np.arange(16, dtype=np.float32)
+    waited, whole = {}, {}
+    for own in (True, False, True):
+        ndpass._map_here(device, src, "WRITE")
+        src.write_mapped(data * own)
+        src.unmap()
+        encoder = device.create_command_encoder()
+        encoder.copy_buffer_to_buffer(src, 0, dst, 0, 64)
+        index = ndpass._submit(device, encoder.finish())
+        assert isinstance(index, int)
+        encoder = device.create_command_encoder()
+        for k in range(16):
+            encoder.copy_buffer_to_buffer(copies[k % 2], 0, copies[1 - k % 2], 0, size)
+        later = ndpass._submit(device, encoder.finish())
+        assert later is not None and later > index
+        start = time.perf_counter()
+        ndpass._map_here(device, dst, "READ", index if own else None)
+        waited[own] = time.perf_counter() - start
+        np.testing.assert_array_equal(np.frombuffer(dst.read_mapped(), np.float32), data * own)
+        dst.unmap()
+        device._poll(True)
+        whole[own] = time.perf_counter() - start
+    # (the last round: the copies' first run zeroes the buffers, slower than the rest)
+    assert waited[True] < whole[True] / 4, (waited, whole)  # the copies ran on after it
+    assert waited[False] > whole[False] / 2, (waited, whole)
