@@ -1851,3 +1851,35 @@ def test_a_read_back_waits_for_its_own_submission_not_later_ones(gpu) -> None:
     # (the last round: the copies' first run zeroes the buffers, slower than the rest)
     assert waited[True] < whole[True] / 4, (waited, whole)  # the copies ran on after it
     assert waited[False] > whole[False] / 2, (waited, whole)
+
+
+def test_chains_from_several_threads_beside_the_engine_filter(gpu) -> None:
+    """The process's NdPasses called from four threads at once (a Dask worker pool), while a
+    thread runs blurapp.filter_image, whose GpuFilter read-backs go through wgpu-py's poll
+    thread, on the same device: every chain's result equals the one it gives alone, and so does
+    the image's (each call maps on its own thread, ndpass._map_here, and waits for its own
+    submission)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import blurapp
+
+    rng = np.random.default_rng(43)
+    reflect = Border(BorderMode.REFLECT)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), reflect), Line(1, np.ones(5) / 5, reflect)]
+    arrays = [rng.normal(size=shape).astype(np.float32)
+              for shape in [(300, 301), (64, 64), (513, 260), (2, 90, 117)] * 3]  # fmt: skip
+    image = rng.random((480, 640, 3)).astype(np.float32)
+    alone = [correlate1d_chain(x, lines, precision="f32") for x in arrays]
+    image_alone = blurapp.filter_image(image, "gaussian:sigma=3").image
+
+    def chain(k: int) -> np.ndarray:
+        return correlate1d_chain(arrays[k], lines, precision="f32", lend=True)
+
+    with ThreadPoolExecutor(5) as pool:
+        images = [pool.submit(lambda: blurapp.filter_image(image, "gaussian:sigma=3").image)
+                  for _ in range(3)]  # fmt: skip
+        for _ in range(3):
+            for got, want in zip(pool.map(chain, range(len(arrays))), alone, strict=True):
+                np.testing.assert_array_equal(got, want)
+        for done in images:
+            np.testing.assert_array_equal(done.result(), image_alone)
