@@ -1172,8 +1172,20 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
                 break
             libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
     except BaseException:
+        # Interrupted in a poll (Ctrl-C) or failed: leave the buffer unmapped in wgpu too, or
+        # every later call on it would find it mapped.
+        try:
+            for _ in range(100):
+                if status:
+                    break
+                libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+            if status[:1] == [lib.WGPUMapAsyncStatus_Success]:
+                libf.wgpuBufferUnmap(buffer._internal)
+        except Exception:  # no-cover: a lost device
+            pass
         buffer._map_state = enums.BufferMapState.unmapped
-        _UNCALLED.append(mapped)  # wgpu may still call it
+        if not status:
+            _UNCALLED.append(mapped)  # wgpu may still call it
         raise
     if status[:1] != [lib.WGPUMapAsyncStatus_Success]:
         buffer._map_state = enums.BufferMapState.unmapped

@@ -1883,3 +1883,41 @@ def test_chains_from_several_threads_beside_the_engine_filter(gpu) -> None:
                 np.testing.assert_array_equal(got, want)
         for done in images:
             np.testing.assert_array_equal(done.result(), image_alone)
+
+
+def test_an_interrupted_mapping_leaves_the_engine_usable(gpu, monkeypatch) -> None:
+    """Ctrl-C while a call waits for its result (in ndpass._map_here's poll) reaches the caller,
+    and the buffer is left unmapped in wgpu as in wgpu-py: the next calls on the same engine
+    and buffers give the right result."""
+    from wgpu.backends.wgpu_native import _api
+
+    rng = np.random.default_rng(47)
+    x = rng.normal(size=(200, 96)).astype(np.float32)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.ones(5) / 5, Border(BorderMode.REFLECT))]  # fmt: skip
+    passes = NdPasses(gpu)
+    correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    passes.wait_baked()
+    want = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    poll = _api.libf.wgpuDevicePoll
+    for nth in (1, 2):  # the upload's mapping, then the read-back's
+        calls = []
+
+        def interrupted(*args, nth=nth, calls=calls):
+            done = poll(*args)
+            calls.append(1)
+            if len(calls) == nth:
+                raise KeyboardInterrupt
+            return done
+
+        monkeypatch.setattr(_api.libf, "wgpuDevicePoll", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+        monkeypatch.setattr(_api.libf, "wgpuDevicePoll", poll)
+        for buffers in passes._arrays.values():
+            for buffer in (buffers.a, buffers.b):
+                assert buffer.map_state == "unmapped"
+        for _ in range(2):
+            np.testing.assert_array_equal(
+                correlate1d_chain(x, lines, precision="f32", passes_engine=passes), want
+            )
