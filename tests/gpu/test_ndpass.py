@@ -1576,7 +1576,9 @@ def test_line_padding_only_where_it_is_exact_and_pays(monkeypatch) -> None:
     """ndpass._line_padding: (before, after) columns covering the last axis' pass's reach on
     each side and making the lines a multiple of PAD_LINES; none for lines already so, short
     lines, small arrays, float64 (double-float), two passes along the last axis, a constant
-    border there after another pass, or padding of more than half a line."""
+    border there after another pass, or padding of more than half a line. With PAD_INTERIOR,
+    where that pass is in a fused pair: the real columns in whole interior strips, which the
+    pair's interior dispatch alone covers."""
     monkeypatch.setattr(ndpass, "SMALL", 1 << 15)
     monkeypatch.setattr(ndpass, "PAD_INTERIOR", False)  # below: with it
     reflect, constant = Border(BorderMode.REFLECT), Border(BorderMode.CONSTANT)
