@@ -1159,6 +1159,14 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
     info = new_struct(
         "WGPUBufferMapCallbackInfo", mode=lib.WGPUCallbackMode_AllowProcessEvents, callback=mapped
     )
+
+    def settle() -> None:
+        """Wait for the whole queue until wgpu has called back (at most 100 polls)."""
+        for _ in range(100):
+            if status:
+                return
+            libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+
     buffer._map_state = enums.BufferMapState.pending
     try:
         libf.wgpuBufferMapAsync(buffer._internal, map_mode, 0, buffer.size, info)
@@ -1167,18 +1175,12 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
             libf.wgpuDevicePoll(device._internal, True, index)
         else:
             libf.wgpuDevicePoll(device._internal, mode == "READ", ffi.NULL)
-        for _ in range(100):  # not mapped yet (the buffer was busy): wait for the whole queue
-            if status:
-                break
-            libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+        settle()  # not mapped yet (the buffer was busy)
     except BaseException:
         # Interrupted in a poll (Ctrl-C) or failed: leave the buffer unmapped in wgpu too, or
         # every later call on it would find it mapped.
         try:
-            for _ in range(100):
-                if status:
-                    break
-                libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+            settle()
             if status[:1] == [lib.WGPUMapAsyncStatus_Success]:
                 libf.wgpuBufferUnmap(buffer._internal)
         except Exception:  # no-cover: a lost device
@@ -2192,20 +2194,29 @@ def _line_padding(
 def _pair_along_last(shape: tuple[int, ...], lines: Sequence[Line]) -> bool:
     """Whether :func:`_chain_dispatches` fuses the chain's pass along the last axis into a pair
     (nd_plane.wgsl) once its lines are a multiple of PAD_LINES long."""
-    if not MAX_FUSED_TAPS:
-        return False
     wide = (*shape[:-1], shape[-1] + -shape[-1] % PAD_LINES)
     last = len(shape) - 1
+    return any(
+        len(group) == 2 and last in (normalise_axis(ln.axis, len(shape)) for ln in group)
+        for group in _chain_groups(wide, lines, fuse=True)
+    )
+
+
+def _chain_groups(
+    shape: tuple[int, ...], lines: Sequence[Line], fuse: bool
+) -> list[tuple[Line, ...]]:
+    """The chain's passes as :func:`_chain_dispatches` runs them: consecutive pairs that fuse
+    (:func:`_fusable`, where ``fuse``) taken greedily from the first, the others alone."""
+    groups: list[tuple[Line, ...]] = []
     i = 0
-    while i + 1 < len(lines):
-        if _fusable(wide, lines[i], lines[i + 1]):
-            if last in (normalise_axis(lines[i].axis, len(shape)),
-                        normalise_axis(lines[i + 1].axis, len(shape))):  # fmt: skip
-                return True
+    while i < len(lines):
+        if fuse and i + 1 < len(lines) and _fusable(shape, lines[i], lines[i + 1]):
+            groups.append((lines[i], lines[i + 1]))
             i += 2
         else:
+            groups.append((lines[i],))
             i += 1
-    return False
+    return groups
 
 
 def _padded_chain(
@@ -2305,17 +2316,14 @@ def _chain_dispatches(
     df = precision == "df64"
     dispatches: list[_Dispatch] = []
     exp_in = x_exp
-    size = math.prod(shape)
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        fuse = not df and i + 1 < len(lines) and (size >= _small() or _bake())
-        if fuse and _fusable(shape, ln, lines[i + 1]):
-            dispatches.extend(
-                _plane_dispatches(shape, ln, lines[i + 1], wide, shuffle, texplanes, keep)
-            )
+    fuse = not df and (math.prod(shape) >= _small() or _bake())
+    i = 0  # the pass's place in the chain (its weights' exponent)
+    for group in _chain_groups(shape, lines, fuse):
+        if len(group) == 2:
+            dispatches.extend(_plane_dispatches(shape, *group, wide, shuffle, texplanes, keep))
             i += 2
             continue
+        (ln,) = group
         dispatches.extend(_line_dispatches(ln, _shape3(shape, ln.axis), precision, two_prod,
                                            exp_in, w_exps[i], wide, shuffle, texin))  # fmt: skip
         exp_in += w_exps[i]
