@@ -2273,9 +2273,7 @@ def _pad_runs(
     if mode is None:
         sources = np.full(before + after, -1)
     else:
-        sources = Border(mode).map_indices(
-            np.r_[np.arange(-before, 0), np.arange(n, n + after)], n
-        )
+        sources = Border(mode).map_indices(np.r_[np.arange(-before, 0), np.arange(n, n + after)], n)
     return tuple(_column_runs(sources, before))
 
 

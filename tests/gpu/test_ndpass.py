@@ -1805,11 +1805,42 @@ def test_padded_columns_copied_in_runs_equal_a_gather() -> None:
                 np.testing.assert_array_equal(got, want, err_msg=f"{n} {before} {after} {mode}")
                 runs = ndpass._column_runs(sources, before)
                 assert sum(count for _, count, _, _ in runs) == before + after
+                # _padded_chain's cached runs are these
+                assert ndpass._pad_runs(n, before, after, mode) == tuple(runs)
+                cached = ndpass._Padded(x, before, after, None, 2.5, runs=runs).array()
+                np.testing.assert_array_equal(cached, want)
                 if mode in (BorderMode.REFLECT, BorderMode.CONSTANT) and n >= before + after:
                     assert len(runs) == (before > 0) + (after > 0)  # one run a side
     none = ndpass._Padded(np.ones((2, 9), np.float32), 3, 4, np.full(7, -1), 0.0).array()
     np.testing.assert_array_equal(none[:, :3], 0)
     np.testing.assert_array_equal(none[:, -4:], 0)
+    assert ndpass._pad_runs(9, 3, 4, None) == tuple(ndpass._column_runs(np.full(7, -1), 3))
+
+
+def test_the_dispatch_cache_key_follows_every_setting(monkeypatch) -> None:
+    """ndpass._knobs(), part of the dispatch cache's key, changes with any module setting:
+    a flag, a number, a dict replaced or changed in place, and a value that cannot be hashed
+    (keyed by its repr)."""
+    base = ndpass._knobs()
+    assert ndpass._knobs() == base
+    hash(base)
+    monkeypatch.setattr(ndpass, "PLANE_SPLIT", not ndpass.PLANE_SPLIT)
+    flag = ndpass._knobs()
+    assert flag != base
+    monkeypatch.setattr(ndpass, "PLANE_ROWS", ndpass.PLANE_ROWS + 1)
+    assert ndpass._knobs() not in (base, flag)
+    monkeypatch.undo()
+    assert ndpass._knobs() == base
+    monkeypatch.setitem(ndpass.MAX_TAPS_ROW, "f32", ndpass.MAX_TAPS_ROW["f32"] + 1)
+    assert ndpass._knobs() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(ndpass, "MAX_TAPS_ROW", {**ndpass.MAX_TAPS_ROW, "df64": 1})
+    assert ndpass._knobs() != base
+    monkeypatch.setattr(ndpass, "PLANE_ROWS", [32])
+    listed = ndpass._knobs()
+    hash(listed)
+    monkeypatch.setattr(ndpass, "PLANE_ROWS", [64])
+    assert ndpass._knobs() != listed
 
 
 def test_a_read_back_waits_for_its_own_submission_not_later_ones(gpu) -> None:
