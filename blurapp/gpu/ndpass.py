@@ -1203,28 +1203,26 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
 class _Padded:
     """An f32 array ``x`` with its lines along the last axis extended by ``before`` and ``after``
     columns, what NdPasses.run uploads for :func:`_padded_chain`: written into the mapped buffer
-    at once (no padded copy on the host first). ``sources`` gives, for each added column (the
-    ``before`` ones, then the ``after`` ones), the column of ``x`` it copies, or -1 for
-    ``constant``. They are copied within the target after ``x`` (just written, so in cache: not
-    a second gather over ``x``, which took ~0.3 ms of a 1001 x 1001 call), a run of columns
-    whose sources go by one step at a time (a border's mapping is a few such runs)."""
+    at once (no padded copy on the host first). ``runs`` (:func:`_column_runs`) say which
+    column of ``x`` each added column (the ``before`` ones, then the ``after`` ones) copies, or
+    that it holds ``constant``. They are copied within the target after ``x`` (just written, so
+    in cache: not a second gather over ``x``, which took ~0.3 ms of a 1001 x 1001 call), a run
+    of columns whose sources go by one step at a time (a border's mapping is a few such runs)."""
 
     def __init__(
         self,
         x: np.ndarray,
         before: int,
         after: int,
-        sources: np.ndarray | None,
+        runs: Sequence[tuple[int, int, int, int]],
         constant: float,
-        runs: Sequence[tuple[int, int, int, int]] | None = None,
     ) -> None:
         self.x, self.before, self.after = x, before, after
         self.shape = (*x.shape[:-1], x.shape[-1] + before + after)
         self.ndim = len(self.shape)
         self.size = math.prod(self.shape)
         self.nbytes = self.size * 4
-        # ``runs``: _column_runs(sources, before) already made (_pad_runs).
-        self._runs = runs if runs is not None else _column_runs(sources, before)
+        self._runs = runs
         self._constant = np.float32(_f32(constant))
 
     def write(self, target: np.ndarray) -> None:
@@ -2255,7 +2253,7 @@ def _padded_chain(
     mode = along[0].border.mode if along else None
     constant = along[0].constant if mode is BorderMode.CONSTANT else 0.0
     engine.stats["padded"] += 1
-    wide = _Padded(x, before, after, None, constant, runs=_pad_runs(n, before, after, mode))
+    wide = _Padded(x, before, after, _pad_runs(n, before, after, mode), constant)
     result = _chain_gpu(engine, wide, lines, precision, two_prod, None, lend,  # type: ignore[arg-type]
                         keep=(before, before + n))  # fmt: skip
     rows = x.size // n
