@@ -2050,13 +2050,10 @@ def _chain_gpu(
     two_prod: str,
     into: np.ndarray | None = None,
     lend: bool = False,
-    keep: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """The chain on the GPU (df64: scaled by powers of two around it); the result read back
     into ``into`` (x's shape and dtype, C-contiguous) where given and the array fits one
-    binding, else a new array (f32 with ``lend``: maybe the mapped buffer, NdPasses.run).
-    ``keep``: only the columns ``keep[0]`` to ``keep[1] - 1`` of the last axis are used of the
-    result (:func:`_padded_chain`): a pass may leave the others unmade."""
+    binding, else a new array (f32 with ``lend``: maybe the mapped buffer, NdPasses.run)."""
     if not lines:
         return x.copy()
     elem = _elem_bytes(precision)
@@ -2074,16 +2071,11 @@ def _chain_gpu(
     if pad is not None and (x.size // x.shape[-1]) * sum(pad, x.shape[-1]) <= _slab_elements(
         engine, elem
     ):
-        return _padded_chain(engine, x, lines, pad, precision, two_prod, into, lend)
+        return _padded_chain(engine, x, lines, pad, two_prod, into)
     if x.size <= _slab_elements(engine, elem):
         data = _split(x, x_exp) if df else x
-        features = engine.context.device.features
-        texin = engine.textures(x.size)
-        dispatches, exp_in = _chain_dispatches(
-            x.shape, lines, precision, two_prod, x_exp, tuple(w_exps),
-            WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
-            texin, texin and not df and _plane_textures(engine, x.shape, lines), keep,
-        )  # fmt: skip
+        dispatches, exp_in = _dispatches(engine, x.shape, lines, precision, two_prod, x_exp,
+                                         tuple(w_exps))  # fmt: skip
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
         if into is not None:
@@ -2250,18 +2242,18 @@ def _padded_chain(
     x: np.ndarray,
     lines: Sequence[Line],
     pad: tuple[int, int],
-    precision: str,
     two_prod: str,
     into: np.ndarray | None,
-    lend: bool,
 ) -> np.ndarray:
-    """The chain over ``x`` with its lines along the last axis extended by ``pad`` columns
+    """The f32 chain over ``x`` with its lines along the last axis extended by ``pad`` columns
     holding what that axis' pass reads there (its border's mapped columns, or its constant),
     the extension cut off the result. Exact: the pass along the last axis reads the
     extension where it would read its border; passes along the other axes carry each column,
     the added ones too, independently (an added column is a copy of the column it maps to,
     so it becomes what the intermediate array's border would hold there); the added columns
-    of the result, never read by an output, are dropped."""
+    of the result, never read by an output, are dropped (the dispatches may leave them
+    unmade). The real columns are copied out of the mapped result into ``into`` or a new
+    array (a result with the added columns is never lent: no buffer changes hands)."""
     before, after = pad
     n = x.shape[-1]
     last = x.ndim - 1
@@ -2270,12 +2262,37 @@ def _padded_chain(
     constant = along[0].constant if mode is BorderMode.CONSTANT else 0.0
     engine.stats["padded"] += 1
     wide = _Padded(x, before, after, _pad_runs(n, before, after, mode), constant)
-    result = _chain_gpu(engine, wide, lines, precision, two_prod, None, lend,  # type: ignore[arg-type]
-                        keep=(before, before + n))  # fmt: skip
+    dispatches, _ = _dispatches(engine, wide.shape, lines, "f32", two_prod,
+                                keep=(before, before + n))  # fmt: skip
     rows = x.size // n
     out = into if into is not None else np.empty(x.shape, np.float32)
-    _parallel_copy(out.reshape(rows, n), result.reshape(rows, -1)[:, before : before + n])
-    return out
+
+    def cut(result: np.ndarray) -> np.ndarray:
+        _parallel_copy(out.reshape(rows, n), result.reshape(rows, -1)[:, before : before + n])
+        return out
+
+    return engine.run(wide, dispatches, cut)
+
+
+def _dispatches(
+    engine: NdPasses,
+    shape: tuple[int, ...],
+    lines: Sequence[Line],
+    precision: str,
+    two_prod: str,
+    x_exp: int = 0,
+    w_exps: tuple[int, ...] | None = None,
+    keep: tuple[int, int] | None = None,
+) -> tuple[tuple[_Dispatch, ...], int]:
+    """:func:`_chain_dispatches` on ``engine``'s adapter: its features, whether its passes read
+    textures, and its fused pairs' answer (:func:`_plane_textures`)."""
+    features = engine.context.device.features
+    texin = engine.textures(math.prod(shape))
+    return _chain_dispatches(
+        shape, lines, precision, two_prod, x_exp, w_exps or (0,) * len(lines),
+        WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
+        texin, texin and precision == "f32" and _plane_textures(engine, shape, lines), keep,
+    )  # fmt: skip
 
 
 @functools.lru_cache(maxsize=256)

@@ -1556,9 +1556,12 @@ def test_odd_lines_padded_to_whole_chunks(engine, monkeypatch, chain: str, mode:
         )
         assert _rel_err(got[finite], want[finite], scale) < 2.0**-18, shape
         out = np.full(shape, 9.0, np.float32)
+        lent, made = engine.stats["lent"], engine.stats["buffers"]
         into = correlate1d_chain(x, lines, precision="f32", passes_engine=engine, out=out,
                                  lend=True)  # fmt: skip
         assert into is out if padded else (into is out or ndpass.is_lent(into))
+        if padded:  # the real columns copied out of the mapped result: no buffer lent or made
+            assert (engine.stats["lent"], engine.stats["buffers"]) == (lent, made)
         np.testing.assert_array_equal(into, got)
         monkeypatch.setattr(ndpass, "PAD_INTERIOR", False)  # border strips run, bit for bit
         np.testing.assert_array_equal(
