@@ -6,10 +6,12 @@
 // BorderMode value from blurapp.core.borders: 0 clamp, 1 constant, 2 reflect, 3 mirror, 4 wrap.
 override BORDER_MODE: i32 = 0;
 
-// i mod n in [0, n) also for negative i (WGSL's % keeps the sign of i).
+// i mod n in [0, n) also for negative i, by a remainder of non-negative operands only (WGSL's
+// % keeps the sign of i; GLSL's is undefined for negative operands, and wgpu's OpenGL backend
+// on llvmpipe gave wrong reflect, mirror and wrap pixels with it).
 fn positive_mod(i: i32, n: i32) -> i32 {
-    let m = i % n;
-    return select(m, m + n, m < 0);
+    let m = i32(u32(abs(i)) % u32(n));
+    return select(m, select(n - m, 0, m == 0), i < 0);
 }
 
 // The index in [0, n) that offset i reads, or -1 for "outside: read the constant".
