@@ -1043,7 +1043,12 @@ MAPPED_IO = True
 #: and :data:`_COPY_THREADS` - 1 others (numpy's copy releases the GIL; lavapipe's threads are
 #: idle then). Whole 1080p calls, one thread / split, interleaved (quiet, medians of 11), ms:
 #: uniform_filter 5 8.28 / 7.93, sobel 7.88 / 7.43, gaussian_filter sigma=2 17.28 / 16.06.
-PARALLEL_COPY_BYTES = 1 << 21
+#: At 1 MP (4 MB) the other thread's wake-up costs more than it saves: one thread / split,
+#: after a scipy call each, medians of 30-50, ms: 1001^2 uniform 3.91 / 3.97 and 4.95 / 5.23,
+#: sobel 3.96 / 4.08 and 4.26 / 4.39, sigma=1 5.32 / 5.46; 1024^2 uniform 4.01 / 4.16, sobel
+#: 4.18 / 4.43; 1080p (8.3 MB) still gains from the split (uniform 6.83 / 6.60, sobel 6.11 /
+#: 6.04). Hence 6 MiB, not the 2 MiB it was.
+PARALLEL_COPY_BYTES = 6 << 20
 PARALLEL_IO = True
 #: On a software adapter, whose mapped buffers are the host's own memory, a float32 result that
 #: the caller takes as a new array (NdPasses.run's ``lend``) is the mapping of the buffer it
