@@ -6,41 +6,13 @@
 // BorderMode value from blurapp.core.borders: 0 clamp, 1 constant, 2 reflect, 3 mirror, 4 wrap.
 override BORDER_MODE: i32 = 0;
 
-// i mod n in [0, n) also for negative i, by a remainder of non-negative operands only (WGSL's
-// % keeps the sign of i; GLSL's is undefined for negative operands, and wgpu's OpenGL backend
-// on llvmpipe gave wrong reflect, mirror and wrap pixels with it).
-fn positive_mod(i: i32, n: i32) -> i32 {
-    let m = i32(u32(abs(i)) % u32(n));
-    return select(m, select(n - m, 0, m == 0), i < 0);
-}
+{% include "nd_border.wgsl" %}
 
-// The index in [0, n) that offset i reads, or -1 for "outside: read the constant".
-// Reflections repeat, so kernels larger than the image read valid pixels too.
+// The index in [0, n) that offset i reads, or -1 for "outside: read the constant": the n-D
+// passes' mapping with this pipeline's mode (reflections repeat, so kernels larger than the
+// image read valid pixels too).
 fn border_index(i: i32, n: i32) -> i32 {
-    if (i >= 0 && i < n) {
-        return i;
-    }
-    if (BORDER_MODE == 0) {
-        return clamp(i, 0, n - 1);
-    }
-    if (BORDER_MODE == 1) {
-        return -1;
-    }
-    if (BORDER_MODE == 2) {
-        // dcba|abcd|dcba: period 2n, the edge pixel repeated.
-        let m = positive_mod(i, 2 * n);
-        return select(m, 2 * n - 1 - m, m >= n);
-    }
-    if (BORDER_MODE == 3) {
-        // dcb|abcd|cba: period 2n-2, the edge pixel not repeated; one pixel mirrors onto itself.
-        if (n == 1) {
-            return 0;
-        }
-        let period = 2 * n - 2;
-        let m = positive_mod(i, period);
-        return select(m, period - m, m >= n);
-    }
-    return positive_mod(i, n);
+    return nd_border_index(i, n, BORDER_MODE);
 }
 
 // The src texel at indices (sx, sy) from border_index: the constant where either is -1.

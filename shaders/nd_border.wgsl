@@ -1,7 +1,7 @@
 // Border addressing of the n-D passes over storage buffers (nd_line, nd_taps): the index an
-// out-of-range offset reads along one axis. The same mapping as border.wgsl (which the texture
-// strategies include, with their texture loads), with the mode as an argument, since nd_taps
-// has one per axis.
+// out-of-range offset reads along one axis, with the mode as an argument, since nd_taps has one
+// per axis. border.wgsl (the texture strategies' addressing) includes it with its pipeline's
+// mode.
 
 // i mod n in [0, n) also for negative i, by a remainder of non-negative operands only (WGSL's
 // % keeps the sign of i; GLSL's is undefined for negative operands, and wgpu's OpenGL backend
