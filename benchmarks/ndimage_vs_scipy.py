@@ -5,7 +5,7 @@ have), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the flo
 over float32.
 
     .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--rounds 3] [--quick]
-        [--json F] [--sizes 1080p,256] [--cases uniform,sobel] [--no-extras]
+        [--json F] [--sizes 1080p,1000x1000,256] [--cases uniform,sobel] [--no-extras]
         [--ask-feature shader-int64]
 
 Each timing is the median of ``--rounds`` × ``--repeat`` whole calls, blurapp's and scipy's
@@ -26,6 +26,7 @@ import argparse
 import functools
 import json
 import os
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -88,8 +89,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 MP and 128³ only")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument(
-        "--sizes", help="comma-separated sizes to run (1MP, 1001, 1080p, 4K, and the cube's "
-        "side: 128, 256); default: all (--quick: 1MP and 128)",
+        "--sizes", help="comma-separated sizes to run (1MP, 1001, 1080p, 4K, any other 2-D "
+        "shape as HxW, e.g. 1000x1000, and the cube's side: 128, 256); default: all (--quick: "
+        "1MP and 128)",
     )  # fmt: skip
     parser.add_argument(
         "--cases", help="comma-separated substrings of the case labels to run (e.g. 'σ=1,uniform,"
@@ -135,6 +137,9 @@ def main() -> None:
     sizes = {"1MP": SIZES["1MP"]} if args.quick else SIZES
     if wanted_sizes is not None:
         sizes = {k: v for k, v in SIZES.items() if k.lower() in wanted_sizes}
+        for v in sorted(wanted_sizes):
+            if re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", v):
+                sizes[v] = tuple(int(n) for n in v.split("x"))
     for shape_name, shape in sizes.items():
         x = rng.random(shape, dtype=np.float32)
         for label, name, a, kw in _cases_2d(weights9):
