@@ -21,6 +21,12 @@ the four pipelines' compiles). ``BLURAPP_CALIBRATION`` switches it as it switche
 calibration: ``auto`` measures where nothing is cached, ``cache`` only reads the cache, ``off``
 (the test suite) keeps the built-in choice (textures); ``ndpass.TEXTURE_PLANES`` = True or
 False forces either.
+
+The question is asked only where it has two answers (:func:`applies`): a software adapter,
+whose passes read textures at all, with the 32-byte accesses (``ndpass.WIDE_FEATURE``) that a
+fused pair's texture reads are made of. Elsewhere (a hardware adapter; wgpu's OpenGL backend,
+which has no 64-bit integers) fused pairs read the storage buffer, nothing is timed or cached,
+and ``blurapp info`` says so.
 """
 
 from __future__ import annotations
@@ -120,6 +126,16 @@ def _mode() -> str:
     return calibration._mode()
 
 
+def applies(engine: NdPasses) -> bool:
+    """Whether ``engine``'s fused pairs can read a texture at all: its passes read textures (a
+    software adapter) and its pairs are the 32-byte ones, the only ones with a texture variant
+    (``ndpass.WIDE_IO`` and the device's ``ndpass.WIDE_FEATURE``)."""
+    from blurapp.gpu import ndpass
+
+    features = engine.context.device.features
+    return engine.textures(1) and ndpass.WIDE_IO and ndpass.WIDE_FEATURE in features
+
+
 def measure_plane_textures(engine: NdPasses, rounds: int = ROUNDS) -> dict[str, Any]:
     """Time a fused pair on :data:`PROBE_SHAPE` reading its input from a texture and from the
     storage buffer, alternated, ``rounds`` whole runs each after two that compile; the
@@ -173,6 +189,8 @@ def plane_textures(engine: NdPasses) -> bool:
     memo = engine._tuned
     if "plane_textures" in memo:
         return bool(memo["plane_textures"])
+    if not applies(engine):
+        return False  # no pair here has a texture variant: nothing to time
     with _lock:
         if "plane_textures" in memo:
             return bool(memo["plane_textures"])
@@ -191,11 +209,12 @@ def plane_textures(engine: NdPasses) -> bool:
 
 def tune(ctx: GpuContext, *, save: bool = True) -> dict[str, Any] | None:
     """Measure afresh on ``ctx``'s adapter (``blurapp tune``), keep the answer in the cache
-    unless ``save`` is false, and return it; None on a hardware adapter (nothing to ask)."""
+    unless ``save`` is false, and return it; None where there is nothing to ask
+    (:func:`applies`)."""
     from blurapp.gpu import ndpass
 
     engine = ndpass.get_passes() if ndpass.get_passes().context is ctx else ndpass.NdPasses(ctx)
-    if not engine.textures(1):
+    if not applies(engine):
         return None
     found = measure_plane_textures(engine)
     if save:
@@ -213,8 +232,14 @@ def describe(ctx: GpuContext) -> str:
     adapter, and why."""
     from blurapp.gpu import ndpass
 
-    if not ndpass.NdPasses(ctx).textures(1):
+    engine = ndpass.NdPasses(ctx)
+    if not engine.textures(1):
         return "fused pairs read the storage buffer (a hardware adapter)"
+    if not applies(engine):
+        return (
+            f"fused pairs read the storage buffer (the device has no {ndpass.WIDE_FEATURE}, "
+            "which their texture reads need)"
+        )
     if isinstance(ndpass.TEXTURE_PLANES, bool):
         return f"fused pairs read {'a texture' if ndpass.TEXTURE_PLANES else 'the storage buffer'}"
     found = (_load(_key(ctx)) or {}).get("plane_textures")

@@ -16,10 +16,15 @@ pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture
-def cache(monkeypatch: pytest.MonkeyPatch, tmp_path):
+def cache(gpu, monkeypatch: pytest.MonkeyPatch, tmp_path):
     """An empty cache directory, the measurement switched on (as outside the tests), and a
     probe small enough to take a fraction of a second (still split into interior and border
-    strips, so that the two variants differ)."""
+    strips, so that the two variants differ). Where the question does not apply (a hardware
+    adapter, or wgpu's OpenGL backend: no fused pair has a texture variant there) the tests
+    that use it are skipped; test_nothing_is_asked_where_no_pair_reads_a_texture holds that
+    case on every adapter."""
+    if not ndtune.applies(NdPasses(gpu)):
+        pytest.skip("no fused pair reads a texture on this adapter: nothing to choose")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv(calibration.ENV, "auto")
     monkeypatch.setattr(ndtune, "PROBE_SHAPE", (128, 512))
@@ -166,6 +171,34 @@ def test_blurapp_ndimage_follows_the_answer_with_the_same_values(
     monkeypatch.setattr(ndtune, "plane_textures", lambda engine: pytest.fail("asked"))
     bnd.uniform_filter1d(x, 5)
     bnd.uniform_filter(x[:8, :16], 3)
+
+
+def test_nothing_is_asked_where_no_pair_reads_a_texture(gpu, monkeypatch, tmp_path) -> None:
+    """Without the 32-byte accesses (as on wgpu's OpenGL backend, which has no shader-int64)
+    no fused pair has a texture variant: nothing is timed or written to the cache, ``blurapp
+    tune`` has nothing to say for ndimage, ``blurapp info`` says the pairs read the storage
+    buffer, and the calls give the same values as with the accesses."""
+    x = np.random.default_rng(5).random((96, 520), dtype=np.float32)
+    wide = bnd.uniform_filter(x, 5)  # (the suite's calibration mode: no measurement)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(calibration.ENV, "auto")
+    monkeypatch.setattr(ndpass, "WIDE_IO", False)
+    engine = NdPasses(gpu)
+    monkeypatch.setattr(ndpass, "get_passes", lambda: engine)
+    _measured(monkeypatch)
+    assert not ndtune.applies(engine)
+    assert ndtune.plane_textures(engine) is False
+    assert ndtune.tune(gpu) is None
+    np.testing.assert_array_equal(bnd.uniform_filter(x, 5), wide)
+    engine.wait_baked()
+    np.testing.assert_array_equal(bnd.uniform_filter(x, 5), wide)
+    assert not (tmp_path / "blurapp" / "ndtune").exists()
+    said = ndtune.describe(gpu)
+    if engine.textures(1):
+        assert said == (f"fused pairs read the storage buffer (the device has no "
+                        f"{ndpass.WIDE_FEATURE}, which their texture reads need)")  # fmt: skip
+    else:
+        assert said == "fused pairs read the storage buffer (a hardware adapter)"
 
 
 def test_cpu_identity_names_the_model() -> None:
