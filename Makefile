@@ -10,7 +10,7 @@ OUT := out
 # Mesa warns when it has no runtime directory; give it a private one.
 export XDG_RUNTIME_DIR ?= /tmp/blurapp-runtime-$(shell id -u)
 
-.PHONY: run test setup lint format screenshot wheel wheel-check dist bundle-check bench clean
+.PHONY: run test test-adapters setup lint format screenshot wheel wheel-check dist bundle-check bench clean
 
 setup: $(STAMP)
 
@@ -45,6 +45,11 @@ test: $(STAMP) | $(XDG_RUNTIME_DIR)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+# The GPU tests again on every other adapter the machine lists (here llvmpipe through wgpu's
+# OpenGL backend: another shader compiler; about 5 minutes). CI runs it after `make test`.
+test-adapters: $(STAMP) | $(XDG_RUNTIME_DIR)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python tests/other_adapters.py
 
 # lint-imports: the layers of DESIGN.md, as contracts in pyproject.toml ([tool.importlinter]).
 lint: $(STAMP)

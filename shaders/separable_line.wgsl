@@ -12,6 +12,11 @@
 // `unrolled` unrolls the taps the same way but reads each weight from the buffer, so that the
 // k pairs of a low-rank sum, and every kernel of the same size, share one pipeline: a new
 // kernel runs without a compile (a zero weight is selected away, not multiplied).
+// Both sum an output as one chain of fma()s, tap by tap, so that they give the same bits on
+// every adapter: written as products and sums, a compiler that contracts a * b + c into a
+// fused operation (wgpu's OpenGL backend on llvmpipe; hardware GPUs' compilers, where the
+// baked pipeline is swapped in for the buffer variant) contracted the baked literals' sum and
+// not the buffer variant's selected products, and the two differed by an ulp.
 // `accumulate` (lowrank's column passes after the first) adds the running sum of the previous
 // pairs, read from `sum_src` at the output texel, to each result.
 //
@@ -82,8 +87,15 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 {% endfor %}
 {% for o in range(block) %}
     if (first + {$ o $} < n) {
-        let s{$ o $} = {% for k in range(taps) if not baked or baked[k] not in ("0.0", "-0.0") %}{% if baked %}{$ baked[k] $} * t{$ o + k $}{% else %}select({$ vec $}(0.0), w{$ k $} * t{$ o + k $}, w{$ k $} != 0.0){% endif %}{% if not loop.last %} + {% endif %}{% else %}{$ vec $}(0.0){% endfor %}{$ plus_sum(o) $};
-        textureStore(dst, {$ at(o) $}, {$ store("s" ~ o) $});
+        var s{$ o $} = {$ vec $}(0.0);
+{% for k in range(taps) if not baked or baked[k] not in ("0.0", "-0.0") %}
+{% if baked %}
+        s{$ o $} = fma({$ vec $}({$ baked[k] $}), t{$ o + k $}, s{$ o $});
+{% else %}
+        s{$ o $} = select(s{$ o $}, fma({$ vec $}(w{$ k $}), t{$ o + k $}, s{$ o $}), w{$ k $} != 0.0);
+{% endif %}
+{% endfor %}
+        textureStore(dst, {$ at(o) $}, {$ store("s" ~ o ~ plus_sum(o)) $});
     }
 {% endfor %}
 {% else %}

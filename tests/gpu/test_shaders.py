@@ -43,9 +43,16 @@ def test_scalar_layout_renders_an_f32_halo() -> None:
 
 def test_baked_weights_are_unrolled_literals() -> None:
     code = load_shader(**{"name": "separable_rows", **STRATEGY_SHADERS["separable_rows"]})
-    # 8 outputs per invocation, each the 3 literal taps of its own window, stored once.
-    assert code.count("0.25 * t0 + 0.5 * t1 + 0.25 * t2") == 1
-    assert code.count("0.25 * t7 + 0.5 * t8 + 0.25 * t9") == 1
+    # 8 outputs per invocation, each a chain of fma()s over the 3 literal taps of its own
+    # window (as the buffer variant chains them: the same bits on an adapter that contracts),
+    # stored once.
+    vec = "vec4<f32>"
+    lines = "\n".join(line for line in code.splitlines() if line.strip()) + "\n"
+    for o in (0, 7):
+        chain = "\n".join(f"        s{o} = fma({vec}({w}), t{o + k}, s{o});"
+                           for k, w in enumerate(("0.25", "0.5", "0.25")))  # fmt: skip
+        assert lines.count(f"        var s{o} = {vec}(0.0);\n{chain}\n") == 1
+    assert code.count("= fma(") == 24 and " * t" not in code
     # One path for every invocation, the border mode applied on every load (no interior copy).
     assert code.count("textureLoad(") == 1
     assert code.count("load_mapped(border_index(start + ") == 10
