@@ -46,8 +46,9 @@ test: $(STAMP) | $(XDG_RUNTIME_DIR)
 	$(BIN)/lint-imports
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
-# The GPU tests again on every other adapter the machine lists (here llvmpipe through wgpu's
-# OpenGL backend: another shader compiler; about 5 minutes). CI runs it after `make test`.
+# The GPU, ndimage (scipy's own tests among them) and Dask tests again on every other adapter
+# the machine lists (here llvmpipe through wgpu's OpenGL backend: another shader compiler;
+# 3-6 minutes). CI runs it after `make test`.
 test-adapters: $(STAMP) | $(XDG_RUNTIME_DIR)
 	QT_QPA_PLATFORM=offscreen $(BIN)/python tests/other_adapters.py
 

@@ -1,4 +1,5 @@
-"""The GPU tests (tests/gpu) again on every other WebGPU adapter the machine lists, each in a
+"""The GPU tests (tests/gpu) and blurapp.ndimage's (tests/ndimage: scipy's own test_filters.py
+among them; tests/dask) again on every other WebGPU adapter the machine lists, each in a
 pytest process of its own (``BLURAPP_ADAPTER`` takes the adapter's index): ``make
 test-adapters``, which CI runs after ``make test``.
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from blurapp.gpu.device import ADAPTER_ENV, get_device, list_adapters
 
 ROOT = Path(__file__).resolve().parents[1]
+SUITES = ("tests/gpu", "tests/ndimage", "tests/dask")
 
 
 def _identity(info: dict[str, str]) -> tuple[str, str, str]:
@@ -35,18 +37,18 @@ def main(argv: list[str]) -> int:
         if _identity(info) != default:
             others.setdefault(_identity(info), index)  # wgpu may list one adapter twice
     if not others:
-        print(f"tests/gpu on other adapters: none besides {' '.join(default)}")
+        print(f"{' '.join(SUITES)} on other adapters: none besides {' '.join(default)}")
         return 0
     failed = []
     for (name, backend, _), index in others.items():
-        print(f"tests/gpu on adapter {index}: {name} via {backend}", flush=True)
-        command = [sys.executable, "-m", "pytest", "-q", "tests/gpu",
+        print(f"{' '.join(SUITES)} on adapter {index}: {name} via {backend}", flush=True)
+        command = [sys.executable, "-m", "pytest", "-q", *SUITES,
                    "--ignore=tests/gpu/test_every_adapter.py", *argv]  # fmt: skip
         env = dict(os.environ, **{ADAPTER_ENV: str(index)})
         if subprocess.run(command, cwd=ROOT, env=env).returncode != 0:
             failed.append(f"{name} via {backend}")
     if failed:
-        print(f"tests/gpu failed on: {', '.join(failed)}")
+        print(f"{' '.join(SUITES)} failed on: {', '.join(failed)}")
     return 1 if failed else 0
 
 
