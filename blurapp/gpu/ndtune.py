@@ -132,8 +132,9 @@ def applies(engine: NdPasses) -> bool:
     (``ndpass.WIDE_IO`` and the device's ``ndpass.WIDE_FEATURE``)."""
     from blurapp.gpu import ndpass
 
+    # The feature first: on an adapter without it (OpenGL) this is asked on each fused call.
     features = engine.context.device.features
-    return engine.textures(1) and ndpass.WIDE_IO and ndpass.WIDE_FEATURE in features
+    return ndpass.WIDE_IO and ndpass.WIDE_FEATURE in features and engine.textures(1)
 
 
 def measure_plane_textures(engine: NdPasses, rounds: int = ROUNDS) -> dict[str, Any]:
