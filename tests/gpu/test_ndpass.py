@@ -1663,6 +1663,43 @@ def test_nearby_array_sizes_share_buffers_of_their_size_class(gpu) -> None:
     assert passes.stats["textures"] <= 1
 
 
+def test_pair_scaling_is_ldexp_bit_for_bit() -> None:
+    """The df64 split's and join's scaling by 2**k (ndpass._times_pow2, a multiply where the
+    power of two is an exact float64) equals numpy's ldexp bit for bit: normal, subnormal and
+    overflowing results, signed zeros, inf and NaN, k from beyond -1074 to beyond 1023; and
+    _split / _join equal the same code with ldexp."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(20000) * 10.0 ** rng.integers(-323, 308, 20000)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 2.2250738585072014e-308,
+                2.2250738585072009e-308, 1.7976931348623157e308, 1.0, 0.75]  # fmt: skip
+    x = np.concatenate([x, specials])
+    ks = [*range(-1080, -1060), *range(-1030, -1015), *range(-70, 70), *range(1015, 1030),
+          -5000, 5000]  # fmt: skip
+    with np.errstate(all="ignore"):
+        for k in ks:
+            got = np.empty_like(x)
+            ndpass._times_pow2(x, k, got)
+            want = np.ldexp(x, k)
+            assert np.array_equal(np.isnan(got), np.isnan(want)), k
+            keep = ~np.isnan(want)
+            np.testing.assert_array_equal(got[keep].view(np.uint64), want[keep].view(np.uint64))
+            inplace = x.copy()
+            ndpass._times_pow2(inplace, k, inplace)
+            np.testing.assert_array_equal(inplace[keep].view(np.uint64), want[keep].view(np.uint64))
+        finite = x[np.isfinite(x)]
+        for exponent in (0, 1, -3, 700, -1030, 1024):
+            pairs = ndpass._split(finite, exponent)
+            scaled = np.ldexp(finite, -exponent)
+            hi = scaled.astype(np.float32)
+            lo = (scaled - hi).astype(np.float32)
+            lo[~np.isfinite(hi) | ~np.isfinite(lo)] = 0.0  # a non-finite value's pair: (x, 0)
+            np.testing.assert_array_equal(pairs[:, 0], hi)
+            np.testing.assert_array_equal(pairs[:, 1], lo)
+            joined = ndpass._join(pairs, exponent)
+            want = np.ldexp(pairs[:, 0].astype(np.float64) + pairs[:, 1], exponent)
+            np.testing.assert_array_equal(joined, want)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
 def test_df64_chains_take_small_integers_as_they_are(engine, df64_ok, dtype) -> None:
     """A df64 chain over int8 to uint16 values takes the array as it is (ndpass._SMALL_INTS:
