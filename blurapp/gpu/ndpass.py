@@ -584,6 +584,13 @@ TEXTURE_WIDTH = 1024
 #: The line passes too (wide column-group passes, chunked passes' interior blocks, rolled
 #: passes that are not wide), each after a copy of its input into the texture.
 TEXTURE_LINES = True
+#: And float64's (df64) line passes: their (hi, lo) pairs from an rgba32float texture, two
+#: columns' pairs a texel across the axis (`vec` 2), half a texel a pair along it (nd_line.wgsl's
+#: load_at). Equal bit for bit. Whole calls, float64 in [0, 1000), alternated in one process,
+#: medians of 7, ms, storage / texture (scipy): 1024^2 uniform_filter 5 39.9 / 21.8 (17.1),
+#: gaussian sigma=1 62.5 / 38.3 (21.1), sobel 39.7 / 24.2 (17.0), sigma=4 90.6 / 50.2 (32.9);
+#: uniform_filter1d along axis 0 25.0 / 19.1, axis 1 24.1 / 16.0.
+DF64_TEXTURES = True
 #: And f32 n-D correlations (nd_taps.wgsl), from an r32float texture.
 TEXTURE_TAPS = True
 #: The textures are bound as read-only storage textures (nd_texin.wgsl's `texfmt`), not as
@@ -1511,12 +1518,13 @@ class NdPasses:
     ) -> None:
         """Record the copy of ``src``'s ``elements`` floats into ``bufs``'s texture of format
         ``fmt`` (made on first use; rows of TEXTURE_WIDTH * 4 floats): the whole rows, then
-        the last row's part."""
+        the last row's part, up to a partial last texel (an odd number of df64 pairs: the
+        buffer holds whole 16 bytes)."""
         import wgpu
 
         texel = 16 if fmt == "rgba32float" else 4  # bytes
         width = TEXTURE_WIDTH * 16 // texel
-        full, rest = divmod(elements * 4 // texel, width)
+        full, rest = divmod(-(-elements * 4 // texel), width)  # a partial last texel too
         made = bufs.textures.get(fmt)
         if made is None:
             # As large as the buffers, which arrays of other sizes in their class share.
@@ -2307,7 +2315,7 @@ def _dispatches(
     """:func:`_chain_dispatches` on ``engine``'s adapter: its features, whether its passes read
     textures, and its fused pairs' answer (:func:`_plane_textures`)."""
     features = engine.context.device.features
-    texin = engine.textures(math.prod(shape))
+    texin = engine.textures(math.prod(shape) * (2 if precision == "df64" else 1))
     return _chain_dispatches(
         shape, lines, precision, two_prod, x_exp, w_exps or (0,) * len(lines),
         WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
@@ -2463,7 +2471,8 @@ def _line_dispatches(
     blocks without border code, then the others (as :func:`_plane_dispatches`). ``shuffle``
     (:data:`SHUFFLE`): the interior blocks take the chunks beyond their own from their
     subgroup's next invocations. ``texin`` (:data:`TEXTURE_LINES`): wide column-group passes,
-    wide interior and border blocks and rolled f32 passes read the input as a texture."""
+    wide interior and border blocks, rolled f32 passes and df64 passes (:data:`DF64_TEXTURES`)
+    read the input as a texture."""
     d = _line_of(ln, shape3, precision, two_prod, exp_in, w_exp, wide=wide)
     t = dict(d.template)
     texin = texin and TEXTURE_LINES and d.fallback is None
@@ -2471,6 +2480,8 @@ def _line_dispatches(
         return [_textured(d)]
     if texin and precision == "f32" and t.get("roll") and not t.get("wide"):  # rolled, scalar
         return [_textured(d, "r32float" if t["vec"] == 1 else "rgba32float")]
+    if texin and DF64_TEXTURES and precision == "df64" and d.shader == "nd_line":
+        return [_textured(d)]
     if not PLANE_SPLIT or not t.get("chunked") or d.fallback is not None:
         return [d]
     n, block, taps = shape3[1], t["block"], t["taps"]
@@ -2490,9 +2501,9 @@ def _line_dispatches(
 
 
 def _textured(d: _Dispatch, fmt: str = "rgba32float") -> _Dispatch:
-    """``d`` (a wide pass, a rolled f32 line pass, or an f32 nd_taps pass) reading its input
-    as a texture of format ``fmt`` (:data:`TEXTURE_INPUT`): no shuffles, which on lavapipe
-    are per-lane loops through memory as storage loads are."""
+    """``d`` (a wide pass, a rolled f32 line pass, a df64 line pass, or an f32 nd_taps pass)
+    reading its input as a texture of format ``fmt`` (:data:`TEXTURE_INPUT`): no shuffles,
+    which on lavapipe are per-lane loops through memory as storage loads are."""
     t = {k: v for k, v in d.template if k != "shuffle"}
     t.update(texin=True, texw=TEXTURE_WIDTH * (4 if fmt == "r32float" else 1))
     if TEXTURE_STORAGE:

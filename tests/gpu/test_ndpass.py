@@ -1082,6 +1082,47 @@ def test_line_passes_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, 
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
+def test_df64_line_passes_reading_a_texture_equal_the_storage_ones(gpu, df64_ok, monkeypatch, mode):
+    """float64 line passes read their (hi, lo) pairs from an rgba32float texture
+    (ndpass.DF64_TEXTURES): two columns' pairs a texel across the axis (`vec` 2), half a texel
+    a pair along the last axis or across an odd number of columns (`vec` 1). The same values
+    bit for bit as their storage loads, for odd numbers of pairs (a partial last texel, which
+    the texture's copy now includes), texture rows filled or not, origins, a constant border
+    and NaN and Inf; within 1e-12 of scipy."""
+    textured, plain = NdPasses(gpu), NdPasses(gpu)
+    monkeypatch.setattr(ndpass, "SMALL", 0)
+    monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", 16)
+    border, scipy_mode = MODES[mode]
+    rng = np.random.default_rng(61 + len(mode))
+    cases = [((1,), 0, 3), ((7,), 0, 5), ((5, 9), 0, 3), ((6, 10), 0, 7), ((13, 11), 1, 5),
+             ((3, 4, 6), 1, 9), ((2, 5, 3), 2, 4), ((33, 70), 0, 17), ((33, 70), 1, 2)]  # fmt: skip
+    for k, (shape, axis, taps) in enumerate(cases):
+        x = 1e8 + rng.normal(size=shape)
+        if x.size > 4:
+            x.flat[rng.integers(x.size)] = np.nan
+            x.flat[rng.integers(x.size)] = -np.inf
+        origins = _origins(taps)
+        line = Line(axis, rng.normal(size=taps), border, origins[k % len(origins)], cval=1e8 + 0.5)
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+        got = correlate1d_chain(x, [line], precision="df64", passes_engine=textured)
+        monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
+        want = correlate1d_chain(x, [line], precision="df64", passes_engine=plain)
+        np.testing.assert_array_equal(got, want)
+        scipy_want = ndi.correlate1d(x, line.weights, axis=axis, mode=scipy_mode,
+                                     cval=1e8 + 0.5, origin=line.origin)  # fmt: skip
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(scipy_want))
+        finite = np.isfinite(scipy_want)
+        np.testing.assert_array_equal(got[~finite], scipy_want[~finite])
+        scale = float(np.abs(line.weights).sum()) * 1e8
+        if finite.any():
+            assert _rel_err(got[finite], scipy_want[finite], scale) < 1e-12, shape
+    templates = [dict(key[1]) for key in textured._pipelines if key[0] == "nd_line"]
+    assert {t["vec"] for t in templates if t.get("texin") and t["precision"] == "df64"} == {1, 2}
+    assert not any(t.get("texin") for key, t in
+                   ((key, dict(key[1])) for key in plain._pipelines))  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
 def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monkeypatch, mode):
     """Rolled f32 passes (kernels longer than the unrolled pipelines) take ROLL_UNROLL taps an
     iteration, then the rest one at a time: the same sums in the same order, bit for bit, for
