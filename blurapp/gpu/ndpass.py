@@ -62,6 +62,7 @@ several threads when large (:data:`PARALLEL_COPY_BYTES`).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import dataclasses
 import functools
@@ -183,18 +184,22 @@ def _split(x: np.ndarray, exponent: int) -> np.ndarray:
     """``x * 2**-exponent`` as (..., 2) float32 hi, lo pairs; a non-finite value is (x, 0).
     A :data:`_SMALL_INTS` array's values are exact in f32: (x * 2**-exponent, 0), made without
     float64 (the same pairs, where the scaled values stay normal f32s)."""
+    return _Pairs(x, exponent).array()
+
+
+def _split_into(x: np.ndarray, out: np.ndarray, exponent: int) -> None:
+    """:func:`_split` of the flat ``x`` (float64, or one of :data:`_SMALL_INTS`) into ``out``,
+    (x.size, 2) float32."""
     if x.dtype in _SMALL_INTS and -100 <= exponent <= 100:
-        pairs = np.zeros((x.size, 2), dtype=np.float32)
-        hi = pairs[:, 0]
-        hi[...] = x.reshape(-1)
+        out[:, 1] = 0.0
+        hi = out[:, 0]
+        hi[...] = x
         hi *= np.float32(2.0**-exponent)
-        return pairs.reshape(*np.shape(x), 2)
-    flat = np.ascontiguousarray(x, dtype=np.float64).reshape(-1)
-    out = np.empty((flat.size, 2), dtype=np.float32)
-    scaled = np.empty(min(flat.size, _CHUNK), dtype=np.float64)
+        return
+    scaled = np.empty(min(x.size, _CHUNK), dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        for start in range(0, flat.size, _CHUNK):
-            part = flat[start : start + _CHUNK]
+        for start in range(0, x.size, _CHUNK):
+            part = x[start : start + _CHUNK]
             sc = scaled[: part.size]
             _times_pow2(part, -exponent, sc)
             hi = out[start : start + part.size, 0]
@@ -204,14 +209,19 @@ def _split(x: np.ndarray, exponent: int) -> np.ndarray:
             if not np.isfinite(sc).all():  # inf - inf: the pair of a non-finite is (x, 0)
                 lo = out[start : start + part.size, 1]
                 lo[~np.isfinite(hi) | ~np.isfinite(lo)] = 0.0
-    return out.reshape(*np.shape(x), 2)
 
 
 def _join(pairs: np.ndarray, exponent: int, into: np.ndarray | None = None) -> np.ndarray:
     """float64 ``(hi + lo) * 2**exponent`` of (..., 2) pairs; hi where hi is not finite. Written
-    into ``into`` (C-contiguous float64 of as many elements) when given."""
+    into ``into`` (C-contiguous float64 of as many elements) when given; a large array in parts
+    on several threads (:func:`_in_parts`)."""
     flat = pairs.reshape(-1, 2)
     out = np.empty(flat.shape[0], dtype=np.float64) if into is None else into.reshape(-1)
+    _in_parts(out.size, out.nbytes, lambda a, b: _join_into(flat[a:b], out[a:b], exponent))
+    return out.reshape(pairs.shape[:-1])
+
+
+def _join_into(flat: np.ndarray, out: np.ndarray, exponent: int) -> None:
     with np.errstate(invalid="ignore", over="ignore"):
         for start in range(0, out.size, _CHUNK):
             part = flat[start : start + _CHUNK]
@@ -223,7 +233,6 @@ def _join(pairs: np.ndarray, exponent: int, into: np.ndarray | None = None) -> n
                 o[bad] = part[bad, 0]
             if exponent:
                 _times_pow2(o, exponent, o)
-    return out.reshape(pairs.shape[:-1])
 
 
 def _pair(value: float, exponent: int) -> tuple[float, float]:
@@ -1098,21 +1107,29 @@ if hasattr(os, "register_at_fork"):  # POSIX
 def _parallel_copy(dst: np.ndarray, src: np.ndarray) -> None:
     """``np.copyto(dst, src)`` of two arrays of one shape, in parts along the first axis on
     several threads when it is large (:data:`PARALLEL_COPY_BYTES`)."""
-    global _copy_pool
-    parts = _COPY_THREADS if dst.nbytes >= PARALLEL_COPY_BYTES and len(dst) >= 2 else 1
-    if parts == 1:
+    if dst.ndim == 0:
         np.copyto(dst, src)
+        return
+    _in_parts(len(dst), dst.nbytes, lambda a, b: np.copyto(dst[a:b], src[a:b]))
+
+
+def _in_parts(rows: int, nbytes: int, work: Callable[[int, int], None]) -> None:
+    """``work(a, b)`` over the rows 0 to ``rows``: at once, or where ``nbytes`` (the data it
+    writes) is large (:data:`PARALLEL_COPY_BYTES`), in parts on the copy pool's threads and
+    this one (numpy lets go of the GIL in its loops)."""
+    global _copy_pool
+    parts = _COPY_THREADS if nbytes >= PARALLEL_COPY_BYTES and rows >= 2 else 1
+    if parts == 1:
+        work(0, rows)
         return
     with _copy_pool_lock:
         if _copy_pool is None:
             _copy_pool = ThreadPoolExecutor(_COPY_THREADS - 1, thread_name_prefix="blurapp-copy")
         pool = _copy_pool
-    bounds = [len(dst) * k // parts for k in range(parts + 1)]
-    futures = [
-        pool.submit(np.copyto, dst[a:b], src[a:b]) for a, b in itertools.pairwise(bounds[1:])
-    ]
+    bounds = [rows * k // parts for k in range(parts + 1)]
+    futures = [pool.submit(work, a, b) for a, b in itertools.pairwise(bounds[1:])]
     try:
-        np.copyto(dst[: bounds[1]], src[: bounds[1]])
+        work(0, bounds[1])
     finally:
         for f in futures:
             f.result()
@@ -1235,7 +1252,47 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
     buffer._mapped_memoryviews = []
 
 
-class _Padded:
+class _Written(abc.ABC):
+    """An array NdPasses.run uploads by writing it into the mapped buffer itself (no copy of it
+    made on the host first): its float32 ``shape``, ``size``, ``nbytes`` and ``write``."""
+
+    shape: tuple[int, ...]
+    size: int
+    nbytes: int
+
+    @abc.abstractmethod
+    def write(self, target: np.ndarray) -> None:
+        """Write the array into ``target`` (flat float32 of :attr:`size`)."""
+
+    def array(self) -> np.ndarray:
+        out = np.empty(self.shape, np.float32)
+        self.write(out.reshape(-1))
+        return out
+
+
+class _Pairs(_Written):
+    """The df64 pairs of ``x`` (float64 or one of :data:`_SMALL_INTS`) scaled by
+    ``2**-exponent`` (:func:`_split`), split straight into the mapped buffer, a large array in
+    parts on several threads: no (..., 2) float32 copy on the host, and the copy pool's thread
+    splits while this one does (a 1 MP float64 array: ~3 ms on one thread, then 0.7 ms to copy
+    the pairs into the buffer)."""
+
+    def __init__(self, x: np.ndarray, exponent: int) -> None:
+        if x.dtype not in _SMALL_INTS or not -100 <= exponent <= 100:
+            x = np.ascontiguousarray(x, dtype=np.float64)
+        self.x = x.reshape(-1) if x.flags.c_contiguous else np.ravel(x)
+        self.exponent = exponent
+        self.shape = (*np.shape(x), 2)
+        self.size = x.size * 2
+        self.nbytes = self.size * 4
+
+    def write(self, target: np.ndarray) -> None:
+        out = target[: self.size].reshape(-1, 2)
+        x, e = self.x, self.exponent
+        _in_parts(x.size, self.nbytes, lambda a, b: _split_into(x[a:b], out[a:b], e))
+
+
+class _Padded(_Written):
     """An f32 array ``x`` with its lines along the last axis extended by ``before`` and ``after``
     columns, what NdPasses.run uploads for :func:`_padded_chain`: written into the mapped buffer
     at once (no padded copy on the host first). ``runs`` (:func:`_column_runs`) say which
@@ -1275,11 +1332,6 @@ class _Padded:
             else:
                 stop = b + source + step * count
                 t[:, at : at + count] = t[:, b + source : stop if stop >= 0 else None : step]
-
-    def array(self) -> np.ndarray:
-        out = np.empty(self.shape, np.float32)
-        self.write(out.reshape(-1))
-        return out
 
 
 def _column_runs(sources: np.ndarray, before: int) -> list[tuple[int, int, int, int]]:
@@ -1370,7 +1422,7 @@ class NdPasses:
 
     def run(
         self,
-        data: np.ndarray | _Padded,
+        data: np.ndarray | _Written,
         dispatches: Sequence[_Dispatch],
         convert: Callable[[np.ndarray], np.ndarray] | None = None,
         lend: bool = False,
@@ -1382,7 +1434,7 @@ class NdPasses:
         :data:`LEND_RESULTS` applies, the result is the mapped buffer itself instead (float32),
         a writable array that owns it until it is gone (:class:`_Lease`)."""
 
-        if not isinstance(data, _Padded):
+        if not isinstance(data, _Written):
             data = np.ascontiguousarray(data, dtype=np.float32)
         nbytes = max(16, -(-data.nbytes // 16) * 16)  # whole vec4s: the shaders' widest load
         with self._lock, contextlib.ExitStack() as stack:
@@ -1397,18 +1449,18 @@ class NdPasses:
                     if PARALLEL_IO:
                         mapped = bufs.a._experimental_get_mapped_range(0, bufs.nbytes)
                         target = np.frombuffer(mapped, np.float32, count=data.size)
-                        if isinstance(data, _Padded):
+                        if isinstance(data, _Written):
                             data.write(target)
                         else:
                             _parallel_copy(target, data.reshape(-1))
                     else:
-                        flat = data.array() if isinstance(data, _Padded) else data
+                        flat = data.array() if isinstance(data, _Written) else data
                         bufs.a.write_mapped(flat.reshape(-1))
                 finally:
                     bufs.a.unmap()
             else:
                 device.queue.write_buffer(
-                    bufs.a, 0, data.array() if isinstance(data, _Padded) else data
+                    bufs.a, 0, data.array() if isinstance(data, _Written) else data
                 )
             if RAW_COMMANDS and commands.available(device):
                 encoder = stack.enter_context(commands.Encoder(device))
@@ -2101,7 +2153,7 @@ def _chain_gpu(
     ):
         return _padded_chain(engine, x, lines, pad, two_prod, into)
     if x.size <= _slab_elements(engine, elem):
-        data = _split(x, x_exp) if df else x
+        data = _Pairs(x, x_exp) if df else x
         dispatches, exp_in = _dispatches(engine, x.shape, lines, precision, two_prod, x_exp,
                                          tuple(w_exps))  # fmt: skip
         if df:

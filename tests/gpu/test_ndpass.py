@@ -1741,6 +1741,38 @@ def test_pair_scaling_is_ldexp_bit_for_bit() -> None:
             np.testing.assert_array_equal(joined, want)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.uint8, np.int16])
+def test_pairs_split_and_joined_on_threads_equal_one_thread(monkeypatch, dtype) -> None:
+    """Large arrays' pairs are split straight into the upload buffer (ndpass._Pairs.write) and
+    joined, both in parts on the copy pool's threads and this one (ndpass._in_parts): the same
+    bits as on one thread, Fortran-ordered and non-contiguous inputs, specials and odd sizes
+    included; the write touches nothing past the pairs."""
+    rng = np.random.default_rng(9)
+    if dtype == np.float64:
+        x = rng.standard_normal((301, 217)) * 10.0 ** rng.integers(-300, 300, (301, 217))
+        x.flat[[3, 77, 5000]] = [np.nan, np.inf, -np.inf]
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (301, 217), endpoint=True).astype(dtype)
+    for view in (x, np.asfortranarray(x), x[::2, 1::3]):
+        for exponent in (0, 9, -4):
+            monkeypatch.setattr(ndpass, "PARALLEL_COPY_BYTES", 1 << 62)
+            one = ndpass._split(view, exponent)
+            joined_one = ndpass._join(one, exponent)
+            monkeypatch.setattr(ndpass, "PARALLEL_COPY_BYTES", 4096)
+            target = np.full(view.size * 2 + 8, 7.0, np.float32)
+            ndpass._Pairs(view, exponent).write(target)
+            np.testing.assert_array_equal(target[:-8], one.reshape(-1))
+            assert (target[-8:] == 7.0).all()
+            np.testing.assert_array_equal(ndpass._split(view, exponent), one)
+            into = np.empty(view.shape, np.float64)
+            assert ndpass._join(one, exponent, into) is not None
+            np.testing.assert_array_equal(into, joined_one)
+            np.testing.assert_array_equal(ndpass._join(one, exponent), joined_one)
+            if dtype != np.float64:
+                np.testing.assert_array_equal(joined_one, view * 1.0)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
 def test_df64_chains_take_small_integers_as_they_are(engine, df64_ok, dtype) -> None:
     """A df64 chain over int8 to uint16 values takes the array as it is (ndpass._SMALL_INTS:
