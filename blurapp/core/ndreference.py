@@ -11,6 +11,7 @@ float64 (NaN and ±inf too) through ``cval``, which Border itself refuses (the C
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -235,6 +236,11 @@ def finite_max(a: np.ndarray) -> float:
     a = np.asarray(a)
     if a.size and a.dtype.kind in "biu":
         return float(max(abs(int(a.min())), abs(int(a.max()))))
+    if a.size and a.dtype.kind == "f":
+        # From the extremes where both are finite (no |a| copy: 1 M float64 0.3 against 1.0 ms).
+        hi, lo = float(a.max()), float(a.min())
+        if math.isfinite(hi) and math.isfinite(lo):
+            return max(0.0, hi, -lo)  # 0.0 first: -0.0 comes out as 0.0
     a = np.abs(a)
     finite = a[np.isfinite(a)] if not np.all(np.isfinite(a)) else a
     return float(finite.max()) if finite.size else 0.0

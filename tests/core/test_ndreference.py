@@ -4,6 +4,7 @@ origins, awkward shapes, kernels longer than the axis, ndim 1-4, NaN/Inf and any
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -100,3 +101,10 @@ def test_finite_max_over_floats_integers_and_bools() -> None:
     assert finite_max(np.array([65535, 3], np.uint16)) == 65535.0
     assert finite_max(np.array([False, True])) == 1.0
     assert finite_max(np.zeros(0, np.int16)) == 0.0
+    # All finite: from the extremes (either side, float16 to float64), -0.0 as 0.0.
+    assert finite_max(np.array([-7.5, 2.0, 1e-300])) == 7.5
+    assert finite_max(np.array([[0.5, 3.25], [-1.0, 2.0]]).T) == 3.25
+    assert finite_max(np.float16([3, -65504])) == 65504.0
+    assert finite_max(np.float32([-1e-45, 0.0])) == np.float32(1e-45)
+    assert math.copysign(1.0, finite_max(np.array([-0.0, -0.0]))) == 1.0
+    assert finite_max(np.array([-1e308, 1.7976931348623157e308])) == 1.7976931348623157e308
