@@ -55,13 +55,20 @@ struct TapsParams {
 @group(0) @binding(2) var<storage, read> taps: array<u32>;
 @group(0) @binding(3) var<uniform> params: TapsParams;
 {% if texin | default(false) %}
-// `texin` (f32): the input is also an r32float texture, element e at (e mod texw, e / texw)
-// (blurapp.gpu.ndpass's TEXTURE_INPUT): on lavapipe a texel fetch is unrolled per lane where a
-// storage load is a loop over the lanes.
+// `texin`: the input is also a texture (blurapp.gpu.ndpass's TEXTURE_INPUT): f32 an r32float
+// one, element e at (e mod texw, e / texw); df64 an rgba32float one, pair e half of texel e / 2.
+// On lavapipe a texel fetch is unrolled per lane where a storage load is a loop over the lanes.
 {% include "nd_texin.wgsl" %}
+{% if df %}
+fn load_src(e: u32) -> vec2<f32> {
+    let q = fetch(e / 2u);
+    return select(q.xy, q.zw, (e & 1u) == 1u);
+}
+{% else %}
 fn load_src(e: u32) -> f32 {
     return fetch(e).x;
 }
+{% endif %}
 {% else %}
 fn load_src(e: u32) -> {$ elem $} {
     return src[e];

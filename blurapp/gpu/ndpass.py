@@ -2740,8 +2740,12 @@ def _nd_gpu(
         total = None
         for wp, cp in pieces:
             d = _taps_dispatch(piece.shape, wp, cp, modes, const_pair, precision, two_prod)
-            if not df and TEXTURE_TAPS and engine.textures(piece.size):
-                d = _textured(d, "r32float")
+            if (
+                TEXTURE_TAPS
+                and (not df or DF64_TEXTURES)
+                and engine.textures(piece.size * elem // 4)
+            ):
+                d = _textured(d, "rgba32float" if df else "r32float")
             if piece.size < _small():  # one piece: the looped shader while this one compiles
                 loop = functools.partial(_taps_loop_dispatch, piece.shape, kept, centres, modes,
                                          const_pair, precision, two_prod)  # fmt: skip

@@ -1199,12 +1199,16 @@ def test_nd_correlations_in_bands_of_lines_equal_one_line_an_invocation(gpu, mon
     assert {0, 2, 4, 8} <= used
 
 
+@pytest.mark.parametrize("precision", ["f32", "df64"])
 @pytest.mark.parametrize("mode", sorted(MODES))
-def test_nd_correlations_reading_a_texture_equal_the_storage_ones(gpu, monkeypatch, mode) -> None:
-    """f32 n-D correlations (nd_taps.wgsl) read their input from an r32float texture
-    (ndpass.TEXTURE_TAPS): the same values bit for bit as their storage loads on awkward
-    shapes (1 element, odd sizes, a kernel larger than the array, 1-D to 3-D), origins, zero
-    taps over NaN, Inf; texture rows filled or not (TEXTURE_WIDTH 16: rows of 64)."""
+def test_nd_correlations_reading_a_texture_equal_the_storage_ones(
+    gpu, df64_ok, monkeypatch, mode, precision
+) -> None:
+    """n-D correlations (nd_taps.wgsl) read their input from a texture (ndpass.TEXTURE_TAPS):
+    f32 an r32float one, float64's pairs half an rgba32float texel each (DF64_TEXTURES). The
+    same values bit for bit as their storage loads on awkward shapes (1 element, odd sizes, a
+    kernel larger than the array, 1-D to 3-D), origins, zero taps over NaN, Inf; texture rows
+    filled or not (TEXTURE_WIDTH 16: rows of 64 floats)."""
     monkeypatch.setattr(ndpass, "SMALL", 0)
     monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", 16)
     textured, plain = NdPasses(gpu), NdPasses(gpu)
@@ -1214,14 +1218,22 @@ def test_nd_correlations_reading_a_texture_equal_the_storage_ones(gpu, monkeypat
              ((4, 9, 21), (3, 2, 5)), ((64, 64), (1, 17))]  # fmt: skip
     for k, (shape, wshape) in enumerate(cases):
         x, w, origins = _taps_case(rng, shape, wshape, k)
+        if precision == "df64":
+            x = x.astype(np.float64) * 1e3 + rng.normal(size=shape) * 1e-4
         monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
         got = correlate_nd(
-            x, w, border, origins, precision="f32", cval=CVAL, passes_engine=textured
+            x, w, border, origins, precision=precision, cval=CVAL, passes_engine=textured
         )
         monkeypatch.setattr(ndpass, "TEXTURE_INPUT", False)
-        want = correlate_nd(x, w, border, origins, precision="f32", cval=CVAL, passes_engine=plain)
+        want = correlate_nd(
+            x, w, border, origins, precision=precision, cval=CVAL, passes_engine=plain
+        )
         np.testing.assert_array_equal(got, want)
-    assert any(dict(key[1]).get("texin") for key in textured._pipelines if key[0] == "nd_taps")
+    assert any(
+        dict(key[1]).get("texin") and dict(key[1])["precision"] == precision
+        for key in textured._pipelines
+        if key[0] == "nd_taps"
+    )
     assert textured.stats["textures"] >= 1 and plain.stats["textures"] == 0
 
 
