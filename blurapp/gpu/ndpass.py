@@ -1553,10 +1553,10 @@ class NdPasses:
         return LEND_RESULTS and self.context.is_software
 
     def textures(self, elements: int) -> bool:
-        """Whether dispatches over an f32 array of ``elements`` may read it as a texture
-        (:data:`TEXTURE_INPUT`: software adapters, whose texel fetches are cheaper than their
-        storage loads; the texture's rows of TEXTURE_WIDTH * 4 floats within the device's 2-D
-        texture limit)."""
+        """Whether dispatches over an array of ``elements`` floats (a df64 array's: two an
+        element) may read it as a texture (:data:`TEXTURE_INPUT`: software adapters, whose
+        texel fetches are cheaper than their storage loads; the texture's rows of
+        TEXTURE_WIDTH * 4 floats within the device's 2-D texture limit)."""
         if not TEXTURE_INPUT or not elements:
             return False
         if not self.context.is_software and TEXTURE_INPUT != "always":  # "always": tests
