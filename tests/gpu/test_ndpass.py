@@ -1122,6 +1122,28 @@ def test_df64_line_passes_reading_a_texture_equal_the_storage_ones(gpu, df64_ok,
                    ((key, dict(key[1])) for key in plain._pipelines))  # fmt: skip
 
 
+def test_df64_passes_over_more_than_the_texture_holds_read_storage(gpu, df64_ok, monkeypatch):
+    """A float64 array whose pairs (two floats an element) exceed the texture's rows, though
+    as many f32 elements would fit, runs its double-float passes from the storage buffer:
+    within 1e-12 of scipy, and no textured df64 pipeline made."""
+    monkeypatch.setattr(ndpass, "TEXTURE_INPUT", "always")
+    monkeypatch.setattr(ndpass, "TEXTURE_WIDTH", 16)  # rows of 64 floats
+    engine = NdPasses(gpu)
+    rows = int(gpu.device.limits["max-texture-dimension-2d"])
+    n = rows * 64 * 3 // 4  # elements: fits as f32, not as pairs
+    assert engine.textures(n) and not engine.textures(2 * n)
+    side = math.isqrt(n)
+    x = 1e3 + np.random.default_rng(17).normal(size=(side, n // side))
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.array([-1.0, 0.0, 1.0]), Border(BorderMode.WRAP))]  # fmt: skip
+    got = correlate1d_chain(x, lines, precision="df64", passes_engine=engine)
+    want = ndi.correlate1d(ndi.correlate1d(x, [0.25, 0.5, 0.25], axis=0, mode="reflect"),
+                           [-1.0, 0.0, 1.0], axis=1, mode="wrap")  # fmt: skip
+    assert _rel_err(got, want, 2.0 * 1e3) < 1e-12
+    templates = [dict(key[1]) for key in engine._pipelines if key[0] == "nd_line"]
+    assert templates and not any(t.get("texin") for t in templates if t["precision"] == "df64")
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_rolled_passes_unrolled_by_two_taps_equal_one_tap_an_iteration(gpu, monkeypatch, mode):
     """Rolled f32 passes (kernels longer than the unrolled pipelines) take ROLL_UNROLL taps an
