@@ -60,7 +60,8 @@
 // Template parameters: `roll`, `groups`, `wide`, `shuffle`, `sym` (f32: folded symmetric or antisymmetric weights, see f32_sum),
 // `precision` ("f32" or "df64": hi + lo f32 pairs, see nd_df64.wgsl),
 // `taps`, `block`, `vec` (1, or 4 for f32 / 2 for df64), `wg`, `two_prod` (df64), `texin` and
-// `texw` (f32, wide or rolled: the input read as a texture, blurapp.gpu.ndpass's TEXTURE_INPUT).
+// `texw` (f32 wide or rolled passes, and df64 ones: the input read as a texture,
+// blurapp.gpu.ndpass's TEXTURE_INPUT).
 // Override constant: BORDER_MODE.
 
 {% set df = precision == "df64" %}
@@ -202,9 +203,10 @@ fn load_pair(row: u32, s: i32, jv: u32) -> Chunk {
 @group(0) @binding(0) var<storage, read> src: array<{$ mem $}>;
 @group(0) @binding(1) var<storage, read_write> dst: array<{$ mem $}>;
 {% if texin | default(false) %}
-// `texin` (f32, `roll`): the input also as a texture, r32float for `vec` 1 or rgba32float for
-// `vec` 4, index t at (t mod texw, t / texw) (blurapp.gpu.ndpass's TEXTURE_INPUT; nd_wide.wgsl's
-// says why).
+// `texin` (f32 `roll`, or df64): the input also as a texture, index t at (t mod texw, t / texw)
+// (blurapp.gpu.ndpass's TEXTURE_INPUT; nd_wide.wgsl's says why): f32 r32float for `vec` 1 or
+// rgba32float for `vec` 4; df64 rgba32float, two columns' pairs a texel for `vec` 2, half a
+// texel a pair for `vec` 1 (load_at).
 {% include "nd_texin.wgsl" %}
 {% endif %}
 {% endif %}
