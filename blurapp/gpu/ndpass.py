@@ -2226,8 +2226,14 @@ def _chain_in_parts(
     index: list[Any] = [slice(None)] * x.ndim
     for i in range(x.shape[axis]):
         index[axis] = i
-        part = np.ascontiguousarray(x[tuple(index)])
-        out[tuple(index)] = _chain_gpu(engine, part, sub, precision, two_prod, None, True)
+        # A channel of an interleaved image is a strided view: gathered and scattered on the
+        # copy threads (_parallel_copy), as the transfers are.
+        view = x[tuple(index)]
+        part = view if view.flags.c_contiguous else np.empty(view.shape, view.dtype)
+        if part is not view:
+            _parallel_copy(part, view)
+        result = _chain_gpu(engine, part, sub, precision, two_prod, None, True)
+        _parallel_copy(out[tuple(index)], result)
     return out
 
 

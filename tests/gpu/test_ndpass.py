@@ -1864,6 +1864,11 @@ def test_chains_beyond_the_binding_run_in_parts_along_untouched_axes(gpu, df64_o
         out = np.full(x.shape, 7.0, dtype)
         assert correlate1d_chain(x, lines, precision=precision, passes_engine=small, out=out) is out
         np.testing.assert_array_equal(out, got)
+        # A channel's gather and scatter split between threads: the same bits.
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(ndpass, "PARALLEL_COPY_BYTES", 64)
+            threaded = correlate1d_chain(x, lines, precision=precision, passes_engine=small)
+        np.testing.assert_array_equal(threaded, got)
     # The axis with the fewest parts: a 12 MP colour image's pass along its rows is three
     # channel planes, not 4001 columns; along its columns, blocks of rows; none past MAX_PARTS.
     w3, reflect = np.ones(3), Border(BorderMode.REFLECT)
