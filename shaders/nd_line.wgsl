@@ -246,9 +246,7 @@ fn load_at(row: u32, s: i32, jv: u32) -> {$ mem $} {
 {% if texin | default(false) %}
     let t = (row + u32(s)) * params.inner_v + jv;
 {% if df and vec == 1 %}
-    // A pair: half of an rgba32float texel.
-    let q = fetch(t / 2u);
-    return select(q.xy, q.zw, (t & 1u) == 1u);
+    return fetch_pair(t);
 {% else %}
     return fetch(t){% if vec == 1 %}.x{% endif %};
 {% endif %}

@@ -61,8 +61,7 @@ struct TapsParams {
 {% include "nd_texin.wgsl" %}
 {% if df %}
 fn load_src(e: u32) -> vec2<f32> {
-    let q = fetch(e / 2u);
-    return select(q.xy, q.zw, (e & 1u) == 1u);
+    return fetch_pair(e);
 }
 {% else %}
 fn load_src(e: u32) -> f32 {

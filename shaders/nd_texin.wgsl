@@ -19,3 +19,11 @@ fn fetch(t: u32) -> vec4<f32> {
     return textureLoad(srct, vec2<u32>(t % {$ texw $}u, t / {$ texw $}u), 0);
 }
 {% endif %}
+{% if df | default(false) %}
+
+// df64 (blurapp.gpu.ndpass's DF64_TEXTURES): pair t, half of rgba32float texel t / 2.
+fn fetch_pair(t: u32) -> vec2<f32> {
+    let q = fetch(t / 2u);
+    return select(q.xy, q.zw, (t & 1u) == 1u);
+}
+{% endif %}

@@ -2228,9 +2228,9 @@ def _chain_in_parts(
         index[axis] = i
         # A channel of an interleaved image is a strided view: gathered and scattered on the
         # copy threads (_parallel_copy), as the transfers are.
-        view = x[tuple(index)]
-        part = view if view.flags.c_contiguous else np.empty(view.shape, view.dtype)
-        if part is not view:
+        part = x[tuple(index)]
+        if not part.flags.c_contiguous:
+            view, part = part, np.empty(part.shape, part.dtype)
             _parallel_copy(part, view)
         result = _chain_gpu(engine, part, sub, precision, two_prod, None, True)
         _parallel_copy(out[tuple(index)], result)
@@ -2373,7 +2373,7 @@ def _dispatches(
     """:func:`_chain_dispatches` on ``engine``'s adapter: its features, whether its passes read
     textures, and its fused pairs' answer (:func:`_plane_textures`)."""
     features = engine.context.device.features
-    texin = engine.textures(math.prod(shape) * (2 if precision == "df64" else 1))
+    texin = engine.textures(math.prod(shape) * _elem_bytes(precision) // 4)
     return _chain_dispatches(
         shape, lines, precision, two_prod, x_exp, w_exps or (0,) * len(lines),
         WIDE_IO and WIDE_FEATURE in features, SHUFFLE and SHUFFLE_FEATURE in features,
