@@ -72,6 +72,7 @@ import operator
 import os
 import struct
 import threading
+import time
 import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -1151,6 +1152,9 @@ RAW_COMMANDS = True
 MAP_HERE = True
 
 
+#: How long :func:`_map_here` polls for a mapping's callback before it gives up (a lost device).
+MAP_WAIT_S = 60.0
+
 #: The callbacks of mappings that failed before wgpu called them: kept alive, since it may.
 _UNCALLED: list[Any] = []
 
@@ -1204,21 +1208,28 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
 
     map_mode = lib.WGPUMapMode_Read if mode == "READ" else lib.WGPUMapMode_Write
     status: list[int] = []
+    called = threading.Event()
 
     @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
     def mapped(code: int, _message: Any, _userdata1: Any, _userdata2: Any) -> None:
         status.append(code)
+        called.set()
 
     info = new_struct(
         "WGPUBufferMapCallbackInfo", mode=lib.WGPUCallbackMode_AllowProcessEvents, callback=mapped
     )
 
-    def settle() -> None:
-        """Wait for the whole queue until wgpu has called back (at most 100 polls)."""
-        for _ in range(100):
-            if status:
-                return
+    def settle(seconds: float) -> None:
+        """Poll the whole queue until wgpu has called back, for at most ``seconds``. wgpu calls
+        back in whichever thread's poll finds the mapping done: another thread (wgpu-py's poll
+        thread, another call's _map_here) may hold the callback, waiting for the GIL to run it,
+        while this thread's polls find nothing left to do; so between polls this thread waits
+        for the callback itself, letting go of the GIL."""
+        deadline = time.monotonic() + seconds
+        while not called.is_set():
             libf.wgpuDevicePoll(device._internal, True, ffi.NULL)
+            if called.wait(0.0005) or time.monotonic() > deadline:
+                return
 
     buffer._map_state = enums.BufferMapState.pending
     try:
@@ -1228,12 +1239,12 @@ def _map_here(device: Any, buffer: Any, mode: str, submitted: int | None = None)
             libf.wgpuDevicePoll(device._internal, True, index)
         else:
             libf.wgpuDevicePoll(device._internal, mode == "READ", ffi.NULL)
-        settle()  # not mapped yet (the buffer was busy)
+        settle(MAP_WAIT_S)  # not mapped yet: the buffer was busy, or another thread called back
     except BaseException:
         # Interrupted in a poll (Ctrl-C) or failed: leave the buffer unmapped in wgpu too, or
         # every later call on it would find it mapped.
         try:
-            settle()
+            settle(1.0)
             if status[:1] == [lib.WGPUMapAsyncStatus_Success]:
                 libf.wgpuBufferUnmap(buffer._internal)
         except Exception:  # no-cover: a lost device

@@ -8,6 +8,7 @@ import dataclasses
 import itertools
 import math
 import struct
+import threading
 import warnings
 
 import numpy as np
@@ -2074,6 +2075,57 @@ def test_chains_from_several_threads_beside_the_engine_filter(gpu) -> None:
                 np.testing.assert_array_equal(got, want)
         for done in images:
             np.testing.assert_array_equal(done.result(), image_alone)
+
+
+def test_a_mapping_called_back_late_on_another_thread_is_waited_for(gpu, monkeypatch) -> None:
+    """wgpu calls a mapping back in whichever thread's poll finds it done. Where that is another
+    thread (wgpu-py's poll thread, another call's _map_here), which runs the callback later, once
+    it holds the GIL, the call waits for it rather than give up when its own polls find nothing
+    left to do; its result is right and its buffers stay usable. (Before: "Could not map buffer
+    (status [])", the buffer mapped after all, then "Buffer is already mapped" on every later
+    call, then an abort in a submission: CI's run of stop 46.)"""
+    from wgpu.backends.wgpu_native import _api
+
+    rng = np.random.default_rng(53)
+    x = rng.normal(size=(120, 70)).astype(np.float32)
+    lines = [Line(0, np.array([0.25, 0.5, 0.25]), Border(BorderMode.REFLECT)),
+             Line(1, np.ones(5) / 5, Border(BorderMode.REFLECT))]  # fmt: skip
+    passes = NdPasses(gpu)
+    want = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+    passes.wait_baked()
+    map_async = _api.libf.wgpuBufferMapAsync
+    relays: list = []  # alive until called
+    late: list[threading.Thread] = []
+
+    def called_back_late(buffer, mode, offset, size, info):
+        callback = info.callback
+
+        @_api.ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def relay(code, _message, _userdata1, _userdata2):
+            empty = _api.ffi.new("WGPUStringView *")[0]
+            thread = threading.Timer(0.05, callback, (code, empty, _api.ffi.NULL, _api.ffi.NULL))
+            late.append(thread)
+            thread.start()
+
+        relays.append(relay)
+        relayed = _api.new_struct("WGPUBufferMapCallbackInfo", mode=info.mode, callback=relay)
+        return map_async(buffer, mode, offset, size, relayed)
+
+    monkeypatch.setattr(_api.libf, "wgpuBufferMapAsync", called_back_late)
+    for _ in range(2):
+        np.testing.assert_array_equal(
+            correlate1d_chain(x, lines, precision="f32", passes_engine=passes), want
+        )
+    monkeypatch.setattr(_api.libf, "wgpuBufferMapAsync", map_async)
+    assert late  # the mappings were called back late, on other threads
+    for thread in late:
+        thread.join()
+    for buffers in passes._arrays.values():
+        for buffer in (buffers.a, buffers.b):
+            assert buffer.map_state == "unmapped"
+    np.testing.assert_array_equal(
+        correlate1d_chain(x, lines, precision="f32", passes_engine=passes), want
+    )
 
 
 def test_an_interrupted_mapping_leaves_the_engine_usable(gpu, monkeypatch) -> None:
