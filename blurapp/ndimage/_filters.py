@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from blurapp.core.borders import BorderMode
-from blurapp.core.ndreference import finite_max
+from blurapp.core.borders import Border, BorderMode
+from blurapp.core.ndreference import DBL_EPSILON, finite_max
 from blurapp.ndimage import _gpu
 from blurapp.ndimage._support import (
     check_axes,
@@ -232,6 +232,163 @@ def _f32_values(input: np.ndarray) -> np.ndarray:
     return (input.view(np.uint8) if input.dtype == np.bool_ else input).astype(np.float32)
 
 
+#: Whether an integer pass that float32 cannot do exactly (a Gaussian over uint8) runs in float32
+#: first, with only the elements whose float32 sum may lie on the wrong side of an integer summed
+#: again in double on the host (:func:`_verified_f32_pass`), instead of in double-float.
+VERIFIED_F32 = True
+#: The share of a pass's elements to sum again above which it goes back to double-float (a
+#: flat image, a label map: most sums are whole numbers, that float32 cannot place).
+VERIFY_MAX_SHARE = 0.3
+#: However large their share, this many elements are summed again on the host (a small
+#: array's whole-number sums cost less than its double-float pass).
+VERIFY_ALWAYS = 4096
+#: Elements a step of the host's sums (their F x K gathers stay within a few MB).
+_VERIFY_STEP = 1 << 18
+
+
+def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> bool:
+    """Pass ``p`` over int8 to uint16 ``values`` (bools as bytes) into an integer or bool
+    ``output``, with scipy's values, from a float32 pass.
+
+    The float32 sum of each element is within a bound E of the exact one: float32's weights
+    differ from the float64 ones by Σ|Δw|·M, and K rounded products and sums add at most
+    (K + 2)·2^-24·Σ|w|·M (M: the largest magnitude read, the constant border's value included;
+    small integers and their sums are exact in float32), taken twice over; scipy's double sum
+    is as close to the exact one, at 2^-53. Where no integer lies within E of the float32 sum,
+    scipy's truncates as it does. The other elements (the whole numbers of flat regions among
+    them) are summed again on the host in float64 as scipy's C code sums them
+    (:func:`_as_scipy_sums`): the same bits, so the same truncation, where double-float's snap
+    to a whole number (:func:`_snap_store`) can be one above scipy's a hair below it. Returns
+    False, having written nothing, where that does not apply, or where more than
+    VERIFY_MAX_SHARE of the elements would be summed again: the caller runs the double-float
+    pass.
+    """
+    if not VERIFIED_F32 or output.dtype.kind not in "biu" or values.size == 0:
+        return False
+    x = values.view(np.uint8) if values.dtype == np.bool_ else values
+    if x.dtype.kind not in "iu" or x.dtype.itemsize > 2:
+        return False
+    w = np.asarray(p.weights, dtype=np.float64)
+    if not np.all(np.isfinite(w)):
+        return False
+    constant = _gpu.MODES[p.mode] is BorderMode.CONSTANT
+    cval = p.cval if constant else 0.0
+    if not (math.isfinite(cval) and float(np.float32(cval)) == cval):
+        return False  # float32's border value would differ from the double one
+    largest = max(finite_max(x), abs(cval))
+    w32 = _gpu.f32_weights(w)
+    taps = w.size
+    total = float(np.sum(np.abs(w)))
+    margin = float(np.sum(np.abs(w32 - w))) * largest
+    margin += 2 * (taps + 2) * 2.0**-24 * float(np.sum(np.abs(w32))) * largest
+    margin += 2 * (taps + 2) * 2.0**-53 * total * largest  # scipy's own rounding
+    margin += taps * 2.0**-100 * largest  # products that a GPU flushes to zero
+    if not (2 * margin < VERIFY_MAX_SHARE or values.size <= VERIFY_ALWAYS) or margin >= 0.25:
+        return False  # as many fractions as that lie within the margin of an integer
+    v = _gpu.run_passes(_f32_values(values), [p], strategy=None)
+    flat = v.reshape(-1)
+    near = _near_integers(flat, np.nextafter(np.float32(margin), np.float32(np.inf)))
+    if near.size > max(VERIFY_MAX_SHARE * flat.size, VERIFY_ALWAYS):
+        return False
+    exact = _sums_at(x, p, near)  # before the store: output may be values
+    info = np.iinfo(np.uint8 if output.dtype == np.bool_ else output.dtype)
+    if info.min - 1 < float(v.min()) and float(v.max()) < info.max + 1:
+        _store(v, output)  # in range: float32's truncation is float64's
+    else:
+        _store(v.astype(np.float64), output)  # out of range: the cast double's take
+    patch = np.empty(near.size, output.dtype)
+    _store(exact, patch)
+    target = output.view(np.uint8) if output.dtype == np.bool_ else output
+    patch = patch.view(np.uint8) if output.dtype == np.bool_ else patch
+    if target.flags.c_contiguous:
+        target.reshape(-1)[near] = patch
+    else:
+        target[np.unravel_index(near, target.shape)] = patch
+    return True
+
+
+def _near_integers(flat: np.ndarray, limit: np.float32) -> np.ndarray:
+    """The indices of the float32 elements of ``flat`` within ``limit`` of an integer (in steps
+    of _CHUNK elements: the temporaries stay in the CPU's cache)."""
+    found = []
+    gap = np.empty(min(flat.size, _CHUNK), dtype=np.float32)
+    for start in range(0, flat.size, _CHUNK):
+        part = flat[start : start + _CHUNK]
+        d = gap[: part.size]
+        np.rint(part, out=d)
+        np.subtract(part, d, out=d)  # exact: |part| < 2**24 here or the margin is moot
+        np.abs(d, out=d)
+        hits = np.flatnonzero(d <= limit)
+        if hits.size:
+            found.append(hits + start)
+    return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+
+
+def _sums_at(x: np.ndarray, p: _gpu.Pass, at: np.ndarray) -> np.ndarray:
+    """Pass ``p``'s float64 sums (scipy's correlate1d) over ``x`` at its flat (C-order)
+    indices ``at``: the elements whose taps all lie inside the axis read them straight, the
+    others through the border's mapping."""
+    w = np.asarray(p.weights, dtype=np.float64)
+    axis = p.axis % x.ndim
+    n = x.shape[axis]
+    stride = math.prod(x.shape[axis + 1 :])
+    before = w.size // 2 + p.origin
+    offsets = (np.arange(w.size) - before)[:, None]
+    src = np.ascontiguousarray(x).reshape(-1)
+    pos = (at // stride) % n
+    inside = (pos >= before) & (pos < n - (w.size - 1 - before))
+    out = np.empty(at.size, dtype=np.float64)
+    step = max(1, _VERIFY_STEP // w.size)
+    border = Border(_gpu.MODES[p.mode])
+    for mapped in (False, True):
+        where = np.flatnonzero(~inside if mapped else inside)
+        for start in range(0, where.size, step):
+            k = where[start : start + step]
+            i = at[k]
+            if not mapped:  # taps by rows: one row a tap, one column an element
+                taps = src[offsets * stride + i].astype(np.float64)
+            else:
+                q = pos[k]
+                read = border.map_indices(offsets + q, n)
+                taps = src[(np.maximum(read, 0) - q) * stride + i].astype(np.float64)
+                if border.mode is BorderMode.CONSTANT:
+                    taps[read < 0] = p.cval
+            out[k] = _as_scipy_sums(taps, w)
+    return out
+
+
+def _as_scipy_sums(taps: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each column of ``taps`` (float64, one element's taps from the first) times ``w``, summed
+    as scipy's C code sums them (NI_Correlate1D): an odd kernel whose mirrored weights are
+    equal (opposite) within DBL_EPSILON adds the centre's product, then each pair's sum
+    (difference) times its left weight from the outermost pair in; any other kernel adds its
+    last tap's product, then the others' from the first. numpy's separate multiply and add
+    round as the C code's do on x86-64 (no fused multiply-add): the same bits."""
+    n = w.size
+    half = n // 2
+    symmetric = 0
+    if n % 2:
+        left, right = w[:half], w[half + 1 :][::-1]
+        if np.all(np.abs(left - right) <= DBL_EPSILON):
+            symmetric = 1
+        elif np.all(np.abs(left + right) <= DBL_EPSILON):
+            symmetric = -1
+    scratch = np.empty_like(taps[0])
+    if symmetric:
+        combine = np.add if symmetric > 0 else np.subtract
+        acc = taps[half] * w[half]
+        for j in range(half):
+            combine(taps[j], taps[n - 1 - j], out=scratch)
+            scratch *= w[j]
+            acc += scratch
+        return acc
+    acc = taps[n - 1] * w[n - 1]
+    for j in range(n - 1):
+        np.multiply(taps[j], w[j], out=scratch)
+        acc += scratch
+    return acc
+
+
 def _run_passes(
     input: np.ndarray, passes: Sequence[_gpu.Pass], output: np.ndarray, strategy: str | None
 ) -> np.ndarray:
@@ -263,6 +420,10 @@ def _run_passes(
             # Integer sums within 2**24: float32's are exact (nothing to snap).
             result = _gpu.run_passes(_f32_values(cur), passes[k : k + 1], strategy=strategy)
             _store(result, output)
+            cur = output
+            k += 1
+            continue
+        if strategy is None and _verified_f32_pass(cur, passes[k], output):
             cur = output
             k += 1
             continue

@@ -441,6 +441,7 @@ def test_multi_axis_passes_run_as_one_chain(monkeypatch):
     """A float32 or float64 multi-axis filter is one correlate1d_chain call (its passes run
     on the GPU one after another, no host round trip); integer outputs pass by pass."""
     from blurapp.gpu import ndpass
+    from blurapp.ndimage import _filters
 
     calls = []
     real = ndpass.correlate1d_chain
@@ -462,7 +463,12 @@ def test_multi_axis_passes_run_as_one_chain(monkeypatch):
     assert calls == [(np.float32, 1, "f32")] * 3
     calls.clear()
     bn.gaussian_filter(x.astype(np.uint8), 1.0)
-    # Other weights in double-float, the uint8 values as they are (no float64 copy).
+    # Other weights in float32, the sums near an integer again on the host (test_verified).
+    assert calls == [(np.float32, 1, "f32")] * 3
+    calls.clear()
+    monkeypatch.setattr(_filters, "VERIFIED_F32", False)
+    bn.gaussian_filter(x.astype(np.uint8), 1.0)
+    # Or in double-float, the uint8 values as they are (no float64 copy).
     assert calls == [(np.uint8, 1, "df64")] * 3
 
 
@@ -474,6 +480,7 @@ def test_integer_sums_run_in_float32_bit_for_bit(monkeypatch, dtype):
     constant borders of integer values; a fractional or too large constant, or sums beyond
     2**24, run in double-float as before."""
     from blurapp.gpu import ndpass
+    from blurapp.ndimage import _filters
 
     precisions = []
     real = ndpass.correlate1d_chain
@@ -483,6 +490,9 @@ def test_integer_sums_run_in_float32_bit_for_bit(monkeypatch, dtype):
         return real(x, passes, precision=precision, **kw)
 
     monkeypatch.setattr(ndpass, "correlate1d_chain", counting)
+    # Which passes are exact in float32 (not the verified float32 passes of test_verified.py,
+    # which would take the fractional constants' passes too).
+    monkeypatch.setattr(_filters, "VERIFIED_F32", False)
     x = _data((23, 61), dtype)
     if dtype != "bool":
         info = np.iinfo(dtype)
