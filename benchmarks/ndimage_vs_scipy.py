@@ -1,8 +1,8 @@
 """blurapp.ndimage against scipy.ndimage, the same calls on the same arrays in one run (issue 23
 item 7): 2-D float32 images from 1 MP to 4K (gaussian_filter σ 1-8, uniform_filter, sobel, a
 9×9 correlate), and the same at 1001×1001 (sides not a multiple of 4, as arrays in Python often
-have), a 256³ float32 gaussian_filter, the per-call cost on 64×64, and the float64 path's cost
-over float32.
+have), a 256³ float32 gaussian_filter, the per-call cost on 64×64, the float64 path's cost
+over float32, and a uint8 photo's Gaussians.
 
     .venv/bin/python benchmarks/ndimage_vs_scipy.py [--repeat 3] [--rounds 3] [--quick]
         [--json F] [--sizes 1080p,1000x1000,256] [--cases uniform,sobel] [--no-extras]
@@ -30,9 +30,11 @@ import re
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
 SIZES = {"1MP": (1024, 1024), "1001": (1001, 1001), "1080p": (1080, 1920), "4K": (2160, 3840)}
 
 
@@ -98,8 +100,9 @@ def main() -> None:
         "sobel'); default: all",
     )  # fmt: skip
     parser.add_argument(
-        "--no-extras", action="store_true", help="skip the 64×64 per-call and float64 sections"
-    )
+        "--no-extras", action="store_true",
+        help="skip the 64×64 per-call, float64 and uint8 sections",
+    )  # fmt: skip
     parser.add_argument(
         "--ask-feature", action="append", default=[], metavar="NAME",
         help="also ask the device for this wgpu feature where the adapter has it (an experiment: "
@@ -215,6 +218,25 @@ def main() -> None:
         print(f"     1MP float64 {label:<22} blurapp {t64:9.1f} ms = {t64 / t32:5.2f}× float32; "
               f"scipy {s64:8.1f} ms", flush=True)  # fmt: skip
 
+    # integer images: the bundled photo (its flat regions too) as uint8 at 1 MP, a Gaussian
+    # cast to uint8 after each pass as scipy's is (docs/NDIMAGE.md: float32 passes, with the
+    # sums near an integer summed again on the host as scipy sums them)
+    from PIL import Image
+
+    photo = np.asarray(Image.open(ASSETS / "samples" / "camera.png").convert("L"))
+    u8 = np.ascontiguousarray(np.tile(photo, (2, 2))[:1024, :1024])
+    ints: dict = {}
+    for sigma in (1, 2, 4) if extras else ():
+        ours, theirs = (functools.partial(m.gaussian_filter, u8, sigma) for m in (bn, sn))
+        _times(ours, 0)
+        a, b = _pairs(ours, theirs, max(3, args.repeat * args.rounds))
+        mine, scipys = statistics.median(a), statistics.median(b)
+        ints[f"gaussian_filter σ={sigma}"] = {"blurapp_ms": round(mine, 2),
+                                              "scipy_ms": round(scipys, 2),
+                                              "speedup": round(scipys / mine, 2)}  # fmt: skip
+        print(f"  1MP uint8 photo gaussian_filter σ={sigma:<10} blurapp {mine:9.1f} ms   scipy "
+              f"{scipys:9.1f} ms   {scipys / mine:6.2f}×", flush=True)  # fmt: skip
+
     load_end = os.getloadavg()
     print(f"load average at the end {load_end[0]:.1f}")
     if args.json:
@@ -222,7 +244,8 @@ def main() -> None:
             json.dump({"adapter": info["name"], "device_features": features,
                        "repeat": args.repeat, "rounds": args.rounds,
                        "load_average": load[0], "load_average_end": load_end[0], "rows": rows,
-                       "overhead_64x64_ms": overhead, "float64": f64}, f, indent=2)  # fmt: skip
+                       "overhead_64x64_ms": overhead, "float64": f64, "uint8_photo": ints}, f,
+                      indent=2)  # fmt: skip
 
 
 if __name__ == "__main__":
