@@ -1888,6 +1888,46 @@ def test_chains_beyond_the_binding_run_in_parts_along_untouched_axes(gpu, df64_o
     assert _rel_err(got, want, float(np.abs(want).max())) < bound
 
 
+@pytest.mark.parametrize("mode", list(BorderMode))
+def test_colour_images_rows_filtered_channel_by_channel(gpu, mode) -> None:
+    """An f32 chain with a pass along an interleaved colour image's rows (axis -2) runs one
+    channel plane at a time (ndpass.CHANNEL_PARTS), equal to the float64 reference and to the
+    interleaved passes within float32's rounding, NaN where the reference has it, into an
+    ``out`` too; a pass along axis 0 alone, a pass along the channels, df64 and small images
+    stay interleaved."""
+    passes = NdPasses(gpu)
+    rng = np.random.default_rng(59)
+    border = Border(mode, 0.5 if mode is BorderMode.CONSTANT else 0.0)
+    rows, cols = Line(1, rng.normal(size=7), border, 1), Line(0, rng.normal(size=4), border, -1)
+    rows_4d = Line(2, rows.weights, border, 1)
+    for shape, lines in [((300, 301, 3), [rows]), ((257, 290, 4), [cols, rows]),
+                         ((2, 250, 333, 2), [rows_4d, cols])]:  # fmt: skip
+        x = rng.normal(size=shape).astype(np.float32)
+        x[..., 5, 7, 1] = np.nan
+        parts = passes.stats["parts"]
+        got = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+        assert passes.stats["parts"] == parts + 1, shape
+        want = ndreference.correlate1d_chain(x, lines)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        scale = float(np.nanmax(np.abs(want)))
+        assert _rel_err(np.nan_to_num(got), np.nan_to_num(want), scale) < 2e-5
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(ndpass, "CHANNEL_PARTS", 0)
+            interleaved = correlate1d_chain(x, lines, precision="f32", passes_engine=passes)
+        np.testing.assert_allclose(got, interleaved, rtol=0, atol=4e-6 * scale)
+        out = np.full(shape, 7.0, np.float32)
+        assert correlate1d_chain(x, lines, precision="f32", passes_engine=passes, out=out) is out
+        np.testing.assert_array_equal(out, got)
+    apart = ndpass._channels_apart
+    assert not apart((300, 301, 3), [Line(0, np.ones(3), border)], "f32")
+    assert not apart((300, 301, 3), [Line(1, np.ones(3), border), Line(2, np.ones(3), border)],
+                     "f32")  # fmt: skip
+    assert not apart((300, 301, 3), [rows], "df64")
+    assert not apart((30, 31, 3), [rows], "f32")
+    assert not apart((300, 301, 5), [rows], "f32")
+    assert not apart((300, 301), [rows], "f32")
+
+
 def test_buffers_mapped_on_the_calling_thread_as_wgpu_maps_them(gpu, monkeypatch) -> None:
     """NdPasses.run maps its buffers on the calling thread (ndpass.MAP_HERE): no poll token, so
     wgpu-py's poll thread is not woken for a call; the buffer's wgpu-py state is what its own
