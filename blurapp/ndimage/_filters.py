@@ -228,7 +228,8 @@ def _exact_in_f32(input: np.ndarray, p: _gpu.Pass) -> bool:
 
 
 def _f32_values(input: np.ndarray) -> np.ndarray:
-    """An int8 to uint16 (or bool, as bytes) array's values in float32: exact."""
+    """An integer array's values in float32 (bools as bytes): exact for int8 to uint16, and
+    for wider integers within 2^24."""
     return (input.view(np.uint8) if input.dtype == np.bool_ else input).astype(np.float32)
 
 
@@ -247,8 +248,9 @@ _VERIFY_STEP = 1 << 18
 
 
 def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> bool:
-    """Pass ``p`` over int8 to uint16 ``values`` (bools as bytes) into an integer or bool
-    ``output``, with scipy's values, from a float32 pass.
+    """Pass ``p`` over integer ``values`` (bools as bytes; wider than 16 bits where they are
+    all within 2^24, exact in float32: numpy's default int64 holding an image's or a count's
+    values) into an integer or bool ``output``, with scipy's values, from a float32 pass.
 
     The float32 sum of each element is within a bound E of the exact one: float32's weights
     differ from the float64 ones by Σ|Δw|·M, and K rounded products and sums add at most
@@ -266,7 +268,7 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
     if not VERIFIED_F32 or output.dtype.kind not in "biu" or values.size == 0:
         return False
     x = values.view(np.uint8) if values.dtype == np.bool_ else values
-    if x.dtype.kind not in "iu" or x.dtype.itemsize > 2:
+    if x.dtype.kind not in "iu":
         return False
     w = np.asarray(p.weights, dtype=np.float64)
     if not np.all(np.isfinite(w)):
@@ -275,7 +277,10 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
     cval = p.cval if constant else 0.0
     if not (math.isfinite(cval) and float(np.float32(cval)) == cval):
         return False  # float32's border value would differ from the double one
-    largest = max(finite_max(x), abs(cval))
+    data_max = finite_max(x)
+    if x.dtype.itemsize > 2 and data_max > 2**24:
+        return False  # wider integers whose values float32 does not hold exactly
+    largest = max(data_max, abs(cval))
     w32 = _gpu.f32_weights(w)
     taps = w.size
     total = float(np.sum(np.abs(w)))

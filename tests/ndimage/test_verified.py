@@ -78,11 +78,14 @@ def _as_scipy(f, *args, **kwargs):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint16", "bool"])
+@pytest.mark.parametrize(
+    "dtype", ["uint8", "int8", "int16", "uint16", "bool", "int32", "uint32", "int64"]
+)
 def test_verified_passes_equal_scipy(ran, mode, dtype) -> None:
     """Gaussians, their derivatives (symmetric and antisymmetric weights) and skewed float
     kernels, origins, every axis of a 3-D array, a kernel longer than an axis, into the
-    input's dtype: scipy's bytes."""
+    input's dtype (wider integers holding values within ±3000, as numpy's default int64 holds
+    an image's): scipy's bytes."""
     x = _patchy((5, 37, 23), dtype)
     w = np.array([0.1, 0.35, 0.3, 0.2, 0.05])
     _as_scipy("gaussian_filter", x, 1.3, mode=mode, cval=2.5)
@@ -145,8 +148,9 @@ def test_outputs_in_place_strided_and_of_another_dtype(ran) -> None:
 
 
 def test_where_float32_cannot_be_trusted_double_float_runs(ran) -> None:
-    """A border value float32 does not hold (0.1), non-finite weights, 32-bit integers, a
-    float output and uint16 values whose error bound spans a fifth of a unit: not taken."""
+    """A border value float32 does not hold (0.1), non-finite weights, int32 values beyond
+    2^24, a float output and uint16 values whose error bound spans a fifth of a unit: not
+    taken."""
     x = _patchy((9, 12), np.uint8)
     ran.clear()
     np.testing.assert_array_equal(
@@ -160,8 +164,9 @@ def test_where_float32_cannot_be_trusted_double_float_runs(ran) -> None:
     np.testing.assert_array_equal(bn.gaussian_filter1d(wide, 3.0), sn.gaussian_filter1d(wide, 3.0))
     assert ran == [False]
     ran.clear()
-    x32 = x.astype(np.int32)
-    np.testing.assert_array_equal(bn.gaussian_filter1d(x32, 1.0), sn.gaussian_filter1d(x32, 1.0))
+    big = x.astype(np.int32)
+    big[0, 0] = 2**24 + 1  # beyond what float32 holds exactly
+    np.testing.assert_array_equal(bn.gaussian_filter1d(big, 1.0), sn.gaussian_filter1d(big, 1.0))
     bn.gaussian_filter1d(x, 1.0, output=np.float32)
     assert ran == [False, False]
     p = _gpu.Pass(0, np.array([0.5, np.inf, 0.5]), "reflect", 0.0, 0)
@@ -219,7 +224,7 @@ def test_random_calls_equal_scipy() -> None:
     for _ in range(150):
         nd = int(rng.integers(1, 4))
         shape = tuple(int(s) for s in rng.integers(1, 50, nd))
-        dtype = str(rng.choice(["uint8", "int8", "uint16", "int16", "bool"]))
+        dtype = str(rng.choice(["uint8", "int8", "uint16", "int16", "bool", "int32", "int64"]))
         if dtype == "bool":
             x = rng.random(shape) > rng.random()
         else:
