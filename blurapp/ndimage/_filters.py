@@ -207,19 +207,22 @@ def _pass_values(input: np.ndarray, strategy: str | None) -> np.ndarray:
 
 def _exact_in_f32(input: np.ndarray, p: _gpu.Pass) -> bool:
     """Whether pass ``p`` over ``input`` is exact in float32: integer weights (sobel, prewitt,
-    laplace, a uniform filter's sum) over int8 to uint16 values (bools as bytes), every
-    partial sum within 2**24 (its dtype's largest magnitude times Σ|w|, a constant border's
-    value included). Then every sum float32 forms is the exact integer that scipy's double
-    forms, and the float32 pass (several times cheaper than double-float) gives scipy's
-    values bit for bit (on blurapp.gpu.ndpass: a ``strategy=`` may be an FFT's or a low-rank
-    approximation)."""
+    laplace, a uniform filter's sum) over integers (bools as bytes), every partial sum within
+    2**24 (an int8 to uint16 dtype's largest magnitude, a wider one's largest value, times
+    Σ|w|, a constant border's value included). Then every sum float32 forms is the exact
+    integer that scipy's double forms, and the float32 pass (several times cheaper than
+    double-float) gives scipy's values bit for bit (on blurapp.gpu.ndpass: a ``strategy=``
+    may be an FFT's or a low-rank approximation)."""
     dtype = np.dtype(np.uint8) if input.dtype == np.bool_ else input.dtype
-    if dtype.kind not in "iu" or dtype.itemsize > 2:
+    if dtype.kind not in "iu":
         return False
     w = np.asarray(p.weights, dtype=np.float64)
     if not np.all(np.isfinite(w)) or not np.array_equal(w, np.round(w)):
         return False
-    largest = float(max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)))
+    if dtype.itemsize <= 2:
+        largest = float(max(-int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)))
+    else:  # wider integers by their values (numpy's default int64 holding small ones)
+        largest = finite_max(input)
     if _gpu.MODES[p.mode] is BorderMode.CONSTANT:
         if not (math.isfinite(p.cval) and p.cval == round(p.cval)):
             return False
@@ -243,7 +246,7 @@ VERIFY_MAX_SHARE = 0.3
 #: However large their share, this many elements are summed again on the host (a small
 #: array's whole-number sums cost less than its double-float pass).
 VERIFY_ALWAYS = 4096
-#: Elements a step of the host's sums (their F x K gathers stay within a few MB).
+#: Taps a step of the host's sums gathers (K x F of them: 2 MB as float64).
 _VERIFY_STEP = 1 << 18
 
 
@@ -271,8 +274,8 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
     if x.dtype.kind not in "iu":
         return False
     w = np.asarray(p.weights, dtype=np.float64)
-    if not np.all(np.isfinite(w)):
-        return False
+    if not np.all(np.isfinite(w)) or np.array_equal(w, np.round(w)):
+        return False  # (integer weights' sums are whole numbers: _exact_in_f32's, or too large)
     constant = _gpu.MODES[p.mode] is BorderMode.CONSTANT
     cval = p.cval if constant else 0.0
     if not (math.isfinite(cval) and float(np.float32(cval)) == cval):
@@ -296,11 +299,7 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
     if near.size > max(VERIFY_MAX_SHARE * flat.size, VERIFY_ALWAYS):
         return False
     exact = _sums_at(x, p, near)  # before the store: output may be values
-    info = np.iinfo(np.uint8 if output.dtype == np.bool_ else output.dtype)
-    if info.min - 1 < float(v.min()) and float(v.max()) < info.max + 1:
-        _store(v, output)  # in range: float32's truncation is float64's
-    else:
-        _store(v.astype(np.float64), output)  # out of range: the cast double's take
+    _store_float32(v, output)
     patch = np.empty(near.size, output.dtype)
     _store(exact, patch)
     target = output.view(np.uint8) if output.dtype == np.bool_ else output
@@ -310,6 +309,18 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
     else:
         target[np.unravel_index(near, target.shape)] = patch
     return True
+
+
+def _store_float32(result: np.ndarray, output: np.ndarray) -> None:
+    """:func:`_store` of a float32 result as scipy casts its double: straight where every value
+    truncates into an integer ``output``'s range (float32's truncation is then float64's), else
+    through float64 (numpy casts an out-of-range float32 and float64 differently: -2524.0 into
+    uint32 is 0 from float32, 4294964772 from float64 as from scipy's C cast)."""
+    if output.dtype.kind in "biu" and result.size:
+        info = np.iinfo(np.uint8 if output.dtype == np.bool_ else output.dtype)
+        if not (info.min - 1 < float(result.min()) and float(result.max()) < info.max + 1):
+            result = result.astype(np.float64)
+    _store(result, output)
 
 
 def _near_integers(flat: np.ndarray, limit: np.float32) -> np.ndarray:
@@ -424,7 +435,7 @@ def _run_passes(
         if strategy is None and _exact_in_f32(cur, passes[k]):
             # Integer sums within 2**24: float32's are exact (nothing to snap).
             result = _gpu.run_passes(_f32_values(cur), passes[k : k + 1], strategy=strategy)
-            _store(result, output)
+            _store_float32(result, output)
             cur = output
             k += 1
             continue

@@ -269,3 +269,37 @@ def test_random_calls_equal_scipy() -> None:
             verified += 1
             np.testing.assert_array_equal(_bytes(got), _bytes(want), err_msg=f"{name} {kw}")
     assert verified > 60, verified
+
+
+def test_wide_integers_of_small_values_take_the_float32_passes(monkeypatch) -> None:
+    """int32 and int64 arrays whose values float32 holds: integer weights (sobel, the uniform
+    filter's sums) run exact in float32, Gaussians verified, none of them wasting a float32
+    pass before double-float; a value beyond 2^24 sends them to double-float. scipy's bytes."""
+    from blurapp.gpu import ndpass
+
+    precisions: list[str] = []
+    real = ndpass.correlate1d_chain
+
+    def counting(x, passes, *, precision, **kw):
+        precisions.append(precision)
+        return real(x, passes, precision=precision, **kw)
+
+    monkeypatch.setattr(ndpass, "correlate1d_chain", counting)
+    for dtype in (np.int32, np.int64, np.uint32):
+        x = _patchy((40, 70), dtype)
+        # (not sobel into uint32: its negative first pass wraps to ~2^32, and the second's
+        # sums beyond 2^32 are cast as numpy casts, not as scipy's C: a difference of the
+        # double-float path's store, left as it was)
+        calls = [("uniform_filter", (5,)), ("gaussian_filter", (1.5,))]
+        for name, args in calls + [("sobel", (0,))] * (dtype != np.uint32):
+            precisions.clear()
+            _as_scipy(name, x, *args)
+            assert precisions[:2] == ["f32", "f32"], (dtype, name, precisions)
+        big = x.copy()
+        big[0, 0] = 2**24 + 3
+        for name, args in [("gaussian_filter", (1.5,))] + [("sobel", (0,))] * (dtype != np.uint32):
+            precisions.clear()
+            got = getattr(bn, name)(big, *args)
+            assert precisions == ["df64", "df64"], (dtype, name, precisions)
+            want = getattr(sn, name)(big, *args)
+            assert np.abs(got.astype(np.float64) - want).max() <= 2  # double-float's slack
