@@ -96,8 +96,15 @@ def _store(result: np.ndarray, output: np.ndarray) -> None:
     """Write a float result into ``output`` as scipy's C code casts (truncating towards zero
     for integers, NaN to whatever the cast gives: scipy's behaviour is the C cast's)."""
     with np.errstate(invalid="ignore", over="ignore"):
-        if output.dtype.kind in "iu":
-            # numpy's float-to-integer cast truncates as C's does.
+        if output.dtype.kind == "u" and output.dtype.itemsize == 4:
+            # C's (x86-64) cast of a double into uint32 converts through int64 and keeps the
+            # low 32 bits (5e9 is 705032704, -1e10 2884901888, NaN 0), as numpy's own scalar
+            # loop does; its SIMD loop, which arrays of more than a few elements take, gives 0
+            # or 2**31 beyond the range instead.
+            output[...] = result.astype(np.int64, casting="unsafe").astype(output.dtype)
+        elif output.dtype.kind in "iu":
+            # numpy's float-to-integer cast truncates as C's does (its SIMD and scalar loops
+            # agree for these types, in range and out of it).
             output[...] = result.astype(output.dtype, casting="unsafe")
         elif output.dtype.kind == "b":
             # scipy's bool is a C byte: the value truncated into it (0.7 is False, -1 a 255

@@ -659,3 +659,22 @@ def test_float32_weights_keep_the_sum_and_a_symmetric_kernel_symmetric(sigma: fl
     derivative = _gaussian_kernel1d(2.0, 1, 8)
     assert _sym(_f32_weights(derivative)) == -1
     assert float(np.sum(_f32_weights(derivative), dtype=np.float64)) == 0.0
+
+
+def test_uint32_outputs_wrap_as_scipy_casts_on_arrays_of_any_size() -> None:
+    """Results beyond uint32's range (a uint32 sobel whose first pass wraps to ~2^32, so that
+    the second sums beyond 2^32; negative and huge values) are cast as scipy's C code casts
+    them (through int64, the low 32 bits), on a few elements and on arrays that numpy's SIMD
+    cast loop takes (which gives 0 there)."""
+    from blurapp.ndimage._filters import _store
+
+    values = np.array([-1e10, -3.5, 300.7, 3e9, 5e9, 1.7e10, 1e19, np.nan, -np.inf])
+    want = np.array([2884901888, 4294967293, 300, 3000000000, 705032704, 4115098112, 0, 0, 0],
+                    np.uint32)  # fmt: skip
+    for n in (1, 10_000):
+        out = np.empty(values.size * n, np.uint32)
+        _store(np.repeat(values, n), out)
+        np.testing.assert_array_equal(out[::n], want)
+    x = np.tile(np.array([5, 3, 1, 0, 7, 2], np.uint32), (300, 200))
+    for axis in (0, 1):
+        np.testing.assert_array_equal(bn.sobel(x, axis), sn.sobel(x, axis))

@@ -287,9 +287,9 @@ def test_wide_integers_of_small_values_take_the_float32_passes(monkeypatch) -> N
     monkeypatch.setattr(ndpass, "correlate1d_chain", counting)
     for dtype in (np.int32, np.int64, np.uint32):
         x = _patchy((40, 70), dtype)
-        # (not sobel into uint32: its negative first pass wraps to ~2^32, and the second's
-        # sums beyond 2^32 are cast as numpy casts, not as scipy's C: a difference of the
-        # double-float path's store, left as it was)
+        # (not sobel into uint32: its negative first pass wraps to ~2^32, beyond float32's
+        # integers, so its second pass runs in double-float; test_filters.py's
+        # test_uint32_outputs_wrap_as_scipy_casts_on_arrays_of_any_size checks its values)
         calls = [("uniform_filter", (5,)), ("gaussian_filter", (1.5,))]
         for name, args in calls + [("sobel", (0,))] * (dtype != np.uint32):
             precisions.clear()
