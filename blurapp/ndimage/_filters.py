@@ -321,8 +321,8 @@ def _verified_f32_pass(values: np.ndarray, p: _gpu.Pass, output: np.ndarray) -> 
 def _store_float32(result: np.ndarray, output: np.ndarray) -> None:
     """:func:`_store` of a float32 result as scipy casts its double: straight where every value
     truncates into an integer ``output``'s range (float32's truncation is then float64's), else
-    through float64 (numpy casts an out-of-range float32 and float64 differently: -2524.0 into
-    uint32 is 0 from float32, 4294964772 from float64 as from scipy's C cast)."""
+    through float64, the type scipy's C cast converts from (numpy's casts of out-of-range
+    float32 and float64 values are separate loops, not held to agree)."""
     if output.dtype.kind in "biu" and result.size:
         info = np.iinfo(np.uint8 if output.dtype == np.bool_ else output.dtype)
         if not (info.min - 1 < float(result.min()) and float(result.max()) < info.max + 1):
