@@ -1632,13 +1632,30 @@ def test_odd_lines_padded_to_whole_chunks(engine, monkeypatch, chain: str, mode:
         )
         assert _rel_err(got[finite], want[finite], scale) < 2.0**-18, shape
         out = np.full(shape, 9.0, np.float32)
-        lent, made = engine.stats["lent"], engine.stats["buffers"]
+        lent = engine.stats["lent"]
         into = correlate1d_chain(x, lines, precision="f32", passes_engine=engine, out=out,
                                  lend=True)  # fmt: skip
-        assert into is out if padded else (into is out or ndpass.is_lent(into))
-        if padded:  # the real columns copied out of the mapped result: no buffer lent or made
-            assert (engine.stats["lent"], engine.stats["buffers"]) == (lent, made)
+        assert into is out or ndpass.is_lent(into)
         np.testing.assert_array_equal(into, got)
+        if padded and ndpass.is_lent(into):
+            # The real columns' view in the lent padded buffer (LEND_PADDED): rows of the
+            # padded width, each row's elements contiguous; the caller's to write.
+            assert engine.stats["lent"] == lent + 1 and into.shape == shape
+            assert not into.flags.c_contiguous and into.strides[-1] == 4
+            row = into.strides[-2] // 4  # the padded line: whole chunks, no longer than 1.5 ×
+            assert row % ndpass.PAD_LINES == 0 and shape[-1] < row <= shape[-1] * 3 // 2 + 8
+            assert into.flags.writeable and into.dtype == np.float32
+            into[...] = 1.0
+            np.testing.assert_array_equal(np.asarray(out), 9.0)  # ``out`` untouched
+        del into
+        monkeypatch.setattr(ndpass, "LEND_PADDED", False)  # copied out of the mapped result
+        lent = engine.stats["lent"]
+        into = correlate1d_chain(x, lines, precision="f32", passes_engine=engine, out=out,
+                                 lend=True)  # fmt: skip
+        if padded:  # no buffer lent
+            assert into is out and engine.stats["lent"] == lent
+        np.testing.assert_array_equal(into, got)
+        monkeypatch.setattr(ndpass, "LEND_PADDED", True)
         monkeypatch.setattr(ndpass, "PAD_INTERIOR", False)  # border strips run, bit for bit
         np.testing.assert_array_equal(
             correlate1d_chain(x, lines, precision="f32", passes_engine=engine), got

@@ -636,6 +636,51 @@ def test_new_float32_results_are_the_gpu_buffers_and_outputs_are_written():
            int_slack=1)  # fmt: skip
 
 
+def test_new_float32_results_of_odd_widths_are_views_of_the_padded_buffers():
+    """A large float32 array whose lines are not a whole number of chunks long runs padded
+    (ndpass._padded_chain); with ``output=None`` its result is the real columns' view in the
+    lent padded buffer (ndpass.LEND_PADDED): equal to scipy's, rows contiguous but longer than
+    the line, the caller's to keep, write and copy, and its own (the next calls neither see nor
+    change it). An output array is written in full, and a strided result goes back in as an
+    input (and as its own output) as any view does."""
+    from blurapp.gpu import ndpass
+
+    engine = ndpass.get_passes()
+    x = (RNG.standard_normal((301, 203)) * 10).astype(np.float32)
+    scale = float(np.abs(x).max())
+    lends = (
+        engine.context.is_software
+        and engine._lends()
+        and ("mappable-primary-buffers" in engine.context.device.features)
+    )
+    padded = engine.stats["padded"]
+    calls = [
+        lambda m, a: m.gaussian_filter(a, 1.5),
+        lambda m, a: m.uniform_filter(a, 5),
+        lambda m, a: m.sobel(a, 1),
+        lambda m, a: m.gaussian_filter1d(a, 2.0, axis=-1),
+    ]
+    results = [f(bn, x) for f in calls]
+    assert engine.stats["padded"] == padded + len(calls)
+    for f, ours in zip(calls, results, strict=True):
+        _close(ours, f(sn, x), scale * 4)
+        assert ours.shape == x.shape and ours.dtype == np.float32 and ours.flags.writeable
+        assert ours.flags.c_contiguous != lends and ours.strides[-1] == 4
+        assert ndpass.is_lent(ours) == lends
+        np.testing.assert_array_equal(np.ascontiguousarray(ours), ours)
+    kept = results[0].copy()
+    results[1][...] = 0.0  # the caller's: the other results and the next calls do not see it
+    np.testing.assert_array_equal(results[0], kept)
+    _close(bn.uniform_filter(x, 5), sn.uniform_filter(x, 5), scale)
+    again = bn.gaussian_filter(results[0], 1.5)  # a strided input, as any view
+    _close(again, sn.gaussian_filter(kept, 1.5), scale * 4)
+    assert bn.uniform_filter(results[2], 3, output=results[2]) is results[2]
+    _close(results[2], sn.uniform_filter(sn.sobel(x, 1), 3), scale * 16)
+    out = np.full_like(x, np.nan)
+    assert bn.gaussian_filter(x, 1.5, output=out) is out
+    np.testing.assert_array_equal(out, kept)
+
+
 @pytest.mark.parametrize("sigma", [0.5, 0.7, 1.0, 1.5, 2.0, 3.3, 4.0, 8.0])
 def test_float32_weights_keep_the_sum_and_a_symmetric_kernel_symmetric(sigma: float) -> None:
     """The float32 weights of a symmetric kernel stay symmetric (ndpass folds their pairs)
