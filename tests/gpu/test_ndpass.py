@@ -2158,14 +2158,15 @@ def test_a_mapping_called_back_late_on_another_thread_is_waited_for(gpu, monkeyp
         callback = info.callback
 
         @_api.ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
-        def relay(code, _message, _userdata1, _userdata2):
+        def relay(code, _message, userdata1, userdata2):
             empty = _api.ffi.new("WGPUStringView *")[0]
-            thread = threading.Timer(0.05, callback, (code, empty, _api.ffi.NULL, _api.ffi.NULL))
+            thread = threading.Timer(0.05, callback, (code, empty, userdata1, userdata2))
             late.append(thread)
             thread.start()
 
         relays.append(relay)
-        relayed = _api.new_struct("WGPUBufferMapCallbackInfo", mode=info.mode, callback=relay)
+        relayed = _api.new_struct("WGPUBufferMapCallbackInfo", mode=info.mode, callback=relay,
+                                  userdata1=info.userdata1, userdata2=info.userdata2)  # fmt: skip
         return map_async(buffer, mode, offset, size, relayed)
 
     monkeypatch.setattr(_api.libf, "wgpuBufferMapAsync", called_back_late)
