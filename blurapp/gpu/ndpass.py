@@ -1390,13 +1390,20 @@ class _Padded(_Written):
                 t[:, at : at + count] = t[:, b + source : stop if stop >= 0 else None : step]
 
 
+#: :func:`_column_runs`' source of an added column that nothing reads: it is left unwritten.
+_UNREAD = -2
+
+
 def _column_runs(sources: np.ndarray, before: int) -> list[tuple[int, int, int, int]]:
-    """``sources`` (the column each added column copies, -1: the constant; the ``before``
-    columns, then the others) as runs (first added column, count, first source, step): added
-    columns on one side whose sources go by one step (-1, 0 or +1), or are all -1."""
+    """``sources`` (the column each added column copies, -1: the constant, _UNREAD: none; the
+    ``before`` columns, then the others) as runs (first added column, count, first source,
+    step): neighbouring added columns on one side whose sources go by one step (-1, 0 or +1),
+    or are all -1; the _UNREAD ones in none."""
     runs: list[tuple[int, int, int, int]] = []
     for k, src in enumerate(int(v) for v in sources):
-        if runs and k != before:
+        if src == _UNREAD:
+            continue
+        if runs and k != before and k == runs[-1][0] + runs[-1][1]:
             first, count, start, step = runs[-1]
             if start < 0 and src < 0:
                 runs[-1] = (first, count + 1, start, 0)
@@ -2438,8 +2445,15 @@ def _padded_chain(
     along = [ln for ln in lines if normalise_axis(ln.axis, x.ndim) == last]
     mode = along[0].border.mode if along else None
     constant = along[0].constant if mode is BorderMode.CONSTANT else 0.0
+    # Only the added columns an output kept reads are written: the last axis' pass reaches
+    # `centre` columns before the line and `taps - 1 - centre` after it; the other added
+    # columns feed only outputs that are cut off (the passes along other axes carry each
+    # column alone). 1001 x 1001 reflect, whole calls after a scipy call, alternated, medians
+    # of 100, all added columns / these, ms: uniform_filter 5 3.62 / 3.57, sobel 3.40 / 3.34,
+    # gaussian sigma=1 4.14 / 4.08.
+    reach = (along[0].centre, along[0].weights.size - 1 - along[0].centre) if along else (0, 0)
     engine.stats["padded"] += 1
-    wide = _Padded(x, before, after, _pad_runs(n, before, after, mode), constant)
+    wide = _Padded(x, before, after, _pad_runs(n, before, after, mode, reach), constant)
     dispatches, _ = _dispatches(engine, wide.shape, lines, "f32", two_prod,
                                 keep=(before, before + n))  # fmt: skip
     rows = x.size // n
@@ -2477,14 +2491,16 @@ def _dispatches(
 
 @functools.lru_cache(maxsize=256)
 def _pad_runs(
-    n: int, before: int, after: int, mode: BorderMode | None
+    n: int, before: int, after: int, mode: BorderMode | None, reach: tuple[int, int] | None = None
 ) -> tuple[tuple[int, int, int, int], ...]:
     """:func:`_column_runs` of the columns :func:`_padded_chain` adds to lines of ``n`` under
-    the border ``mode`` (None: no pass along the lines; every added column a constant)."""
-    if mode is None:
-        sources = np.full(before + after, -1)
-    else:
-        sources = Border(mode).map_indices(np.r_[np.arange(-before, 0), np.arange(n, n + after)], n)
+    the border ``mode`` (None: no pass along the lines; every added column a constant).
+    ``reach`` (lo, hi): only the added columns an output kept reads, the ``lo`` just before the
+    line and the ``hi`` just after it (None: all of them); the others are left as they are."""
+    at = np.r_[np.arange(-before, 0), np.arange(n, n + after)]
+    sources = np.full(before + after, -1) if mode is None else Border(mode).map_indices(at, n)
+    if reach is not None:
+        sources = np.where((at >= -reach[0]) & (at < n + reach[1]), sources, _UNREAD)
     return tuple(_column_runs(sources, before))
 
 

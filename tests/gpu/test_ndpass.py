@@ -1603,9 +1603,17 @@ def test_odd_lines_padded_to_whole_chunks(engine, monkeypatch, chain: str, mode:
     the chunked, fused and texture paths: the result is the unpadded chain's, to f32 rounding,
     NaN and infinities where the float64 reference has them, in ``out`` too. A constant border
     along the last axis after another axis' pass is not padded (the intermediate's border is
-    the constant, which an added column would not stay) and is as right."""
+    the constant, which an added column would not stay) and is as right. The added columns
+    that no output kept reads are left unwritten: here they hold NaN, which reaches nothing."""
     monkeypatch.setattr(ndpass, "SMALL", 0)
     monkeypatch.setattr(ndpass, "BAKE_IN_BACKGROUND", False)
+    write = ndpass._Padded.write
+
+    def poisoned(self: ndpass._Padded, target: np.ndarray) -> None:
+        target[...] = np.nan
+        write(self, target)
+
+    monkeypatch.setattr(ndpass._Padded, "write", poisoned)
     border, _ = MODES[mode]
     rng = np.random.default_rng(len(chain) * 7 + len(mode))
     for shape in [(3, 37, 203), (2, 70, 117)]:
@@ -2019,6 +2027,20 @@ def test_padded_columns_copied_in_runs_equal_a_gather() -> None:
                 assert ndpass._pad_runs(n, before, after, mode) == tuple(runs)
                 if mode in (BorderMode.REFLECT, BorderMode.CONSTANT) and n >= before + after:
                     assert len(runs) == (before > 0) + (after > 0)  # one run a side
+    # Only the columns a kept output reads (`reach`: lo before the line, hi after it): the
+    # others keep what the target held.
+    cases = [(64, 16, 15, (1, 1)), (5, 20, 20, (2, 7)), (9, 3, 4, (0, 0))]
+    for n, before, after, (lo, hi) in cases:
+        for mode in [*BorderMode, None]:
+            x = rng.normal(size=(3, n)).astype(np.float32)
+            runs = ndpass._pad_runs(n, before, after, mode, (lo, hi))
+            full = ndpass._Padded(x, before, after, ndpass._pad_runs(n, before, after, mode), 2.5)
+            target = np.full((3, before + n + after), 7.0, np.float32)
+            ndpass._Padded(x, before, after, runs, 2.5).write(target.reshape(-1))
+            read = np.r_[before - lo : before + n + hi]
+            np.testing.assert_array_equal(target[:, read], full.array()[:, read])
+            np.testing.assert_array_equal(np.delete(target, read, axis=1), 7.0)
+            assert sum(count for _, count, _, _ in runs) == lo + hi
     none = ndpass._Padded(np.ones((2, 9), np.float32), 3, 4, ndpass._pad_runs(9, 3, 4, None), 0.0)
     none = none.array()
     np.testing.assert_array_equal(none[:, :3], 0)
