@@ -74,6 +74,7 @@ import struct
 import threading
 import time
 import warnings
+import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -100,12 +101,15 @@ __all__ = [
     "SMALL",
     "Line",
     "NdPasses",
+    "Plan",
+    "Planning",
     "Precision",
     "correlate1d_chain",
     "correlate_nd",
     "df64_status",
     "get_passes",
     "is_lent",
+    "planning",
 ]
 
 Precision = Literal["f32", "df64"]
@@ -1497,6 +1501,9 @@ class NdPasses:
         :data:`LEND_RESULTS` applies, the result is the mapped buffer itself instead (float32),
         a writable array that owns it until it is gone (:class:`_Lease`)."""
 
+        watched = getattr(_planning, "active", None)
+        if watched is not None:
+            watched.runs += 1
         if not isinstance(data, _Written):
             data = np.ascontiguousarray(data, dtype=np.float32)
         nbytes = max(16, -(-data.nbytes // 16) * 16)  # whole vec4s: the shaders' widest load
@@ -2223,9 +2230,7 @@ def _chain_gpu(
                                          tuple(w_exps))  # fmt: skip
         if df:
             return engine.run(data, dispatches, lambda v: _join(v, exp_in, into))
-        if into is not None:
-            return engine.run(data, dispatches, lambda v: _copied(v, into), lend=lend)
-        return engine.run(data, dispatches, lend=lend).reshape(x.shape)
+        return _planned(_run_plain, engine, x, (dispatches,), into, lend)
     # Too large for one binding: along an axis no pass runs along (a colour image's channels,
     # a stack's images), parts that fit run the whole chain each; else pass by pass, each
     # over slabs that fit.
@@ -2452,11 +2457,30 @@ def _padded_chain(
     # of 100, all added columns / these, ms: uniform_filter 5 3.62 / 3.57, sobel 3.40 / 3.34,
     # gaussian sigma=1 4.14 / 4.08.
     reach = (along[0].centre, along[0].weights.size - 1 - along[0].centre) if along else (0, 0)
-    engine.stats["padded"] += 1
-    wide = _Padded(x, before, after, _pad_runs(n, before, after, mode, reach), constant)
-    dispatches, _ = _dispatches(engine, wide.shape, lines, "f32", two_prod,
+    runs = _pad_runs(n, before, after, mode, reach)
+    shape = (*x.shape[:-1], n + before + after)
+    dispatches, _ = _dispatches(engine, shape, lines, "f32", two_prod,
                                 keep=(before, before + n))  # fmt: skip
+    return _planned(_run_padded, engine, x, (pad, runs, constant, dispatches), into, lend)
+
+
+def _run_padded(
+    engine: NdPasses,
+    x: np.ndarray,
+    pad: tuple[int, int],
+    runs: tuple[tuple[int, int, int, int], ...],
+    constant: float,
+    dispatches: tuple[_Dispatch, ...],
+    into: np.ndarray | None,
+    lend: bool,
+) -> np.ndarray:
+    """:func:`_padded_chain`'s run: ``x`` written padded (:class:`_Padded`), ``dispatches``
+    over it, the real columns of the result."""
+    before, after = pad
+    n = x.shape[-1]
     rows = x.size // n
+    engine.stats["padded"] += 1
+    wide = _Padded(x, before, after, runs, constant)
 
     def cut(result: np.ndarray) -> np.ndarray:
         out = into if into is not None else np.empty(x.shape, np.float32)
@@ -2466,6 +2490,102 @@ def _padded_chain(
     result = engine.run(wide, dispatches, cut, lend=LEND_PADDED and lend)
     # Lent: the padded buffer itself (wide.shape), whose real columns are the result.
     return result if result.shape == x.shape else result[..., before : before + n]
+
+
+def _run_plain(
+    engine: NdPasses,
+    x: np.ndarray,
+    dispatches: tuple[_Dispatch, ...],
+    into: np.ndarray | None,
+    lend: bool,
+) -> np.ndarray:
+    """:func:`_chain_gpu`'s f32 run of a chain that fits one binding: ``dispatches`` over
+    ``x``, read back into ``into`` or a new array, or lent."""
+    if into is not None:
+        return engine.run(x, dispatches, lambda v: _copied(v, into), lend=lend)
+    return engine.run(x, dispatches, lend=lend).reshape(x.shape)
+
+
+# -- plans: a call's one GPU run, made again ---------------------------------------------------
+
+_planning = threading.local()  # .active: the Planning of the call this thread is planning
+
+
+class Plan:
+    """The one GPU run a call made (:func:`planning`), to be made again on another C-ordered
+    float32 array of the same shape: the same dispatches over the same engine, none of the
+    planning before them. Its result is lent where the call's was."""
+
+    __slots__ = ("_engine", "_func", "_static")
+
+    def __init__(self, engine: NdPasses, func: Callable[..., np.ndarray], static: tuple) -> None:
+        self._engine = weakref.ref(engine)
+        self._func, self._static = func, static
+
+    def run(self, x: np.ndarray, engine: NdPasses) -> np.ndarray | None:
+        """The run over ``x`` (the call's shape, float32, C order) on ``engine``; None where
+        the plan was made on another engine."""
+        if self._engine() is not engine:
+            return None
+        return self._func(engine, x, *self._static, None, True)
+
+
+class Planning:
+    """What a call ran on this thread while :func:`planning` watched it: its
+    :func:`_planned` runs (each a Plan, the array it read and what it returned) and how many
+    times NdPasses.run ran in all."""
+
+    __slots__ = ("made", "runs")
+
+    def __init__(self) -> None:
+        self.made: list[tuple[Plan, np.ndarray, np.ndarray]] = []
+        self.runs = 0
+
+    def plan_for(self, x: np.ndarray, result: Any) -> Plan | None:
+        """The Plan that makes ``result`` from ``x`` again: where the call ran one chain,
+        once, over ``x`` itself (not a copy, not a part), and returned that run's lent
+        result as it came (the same memory, shape and strides); else None."""
+        if self.runs != 1 or len(self.made) != 1:
+            return None
+        plan, read, returned = self.made[0]
+        same = (read.__array_interface__["data"] == x.__array_interface__["data"]
+                and read.shape == x.shape and read.dtype == x.dtype)  # fmt: skip
+        if not same or type(result) is not np.ndarray or not is_lent(result):
+            return None
+        if result.__array_interface__ != returned.__array_interface__:
+            return None
+        return plan
+
+
+@contextlib.contextmanager
+def planning() -> Any:
+    """Watch the GPU runs of the call made inside (on this thread): yields a
+    :class:`Planning`, or None inside another one (the outer call plans)."""
+    if getattr(_planning, "active", None) is not None:
+        yield None
+        return
+    watched = _planning.active = Planning()
+    try:
+        yield watched
+    finally:
+        _planning.active = None
+
+
+def _planned(
+    func: Callable[..., np.ndarray],
+    engine: NdPasses,
+    x: np.ndarray,
+    static: tuple,
+    into: np.ndarray | None,
+    lend: bool,
+) -> np.ndarray:
+    """``func(engine, x, *static, into, lend)``, recorded as a :class:`Plan` where this
+    thread is planning a call."""
+    out = func(engine, x, *static, into, lend)
+    watched = getattr(_planning, "active", None)
+    if watched is not None:
+        watched.made.append((Plan(engine, func, static), x, out))
+    return out
 
 
 def _dispatches(

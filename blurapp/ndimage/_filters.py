@@ -21,6 +21,7 @@ import numpy as np
 from blurapp.core.borders import Border, BorderMode
 from blurapp.core.ndreference import DBL_EPSILON, finite_max
 from blurapp.ndimage import _gpu
+from blurapp.ndimage._plans import planned
 from blurapp.ndimage._support import (
     check_axes,
     check_dtype,
@@ -498,6 +499,7 @@ def _complex_via_real_components(func, input, weights, output, cval, **kwargs):
 # --------------------------------------------------------------------------- 1-D filters
 
 
+@planned
 def correlate1d(
     input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
 ):
@@ -539,6 +541,7 @@ def correlate1d(
     )
 
 
+@planned
 def convolve1d(
     input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
 ):
@@ -580,6 +583,7 @@ def _gaussian_kernel1d(sigma, order, radius):
     return (x[:, None] ** powers).dot(q) * phi
 
 
+@planned
 def gaussian_filter1d(
     input,
     sigma,
@@ -612,6 +616,7 @@ def gaussian_filter1d(
     return correlate1d(input, weights, axis, output, mode, cval, 0, strategy=strategy)
 
 
+@planned
 def uniform_filter1d(
     input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0, *, strategy=None
 ):
@@ -670,6 +675,7 @@ def _uniform1d_real(input, size, axis, output, mode, cval, origin, strategy):
 # --------------------------------------------------------------------------- n-D separable
 
 
+@planned
 def gaussian_filter(
     input,
     sigma,
@@ -735,6 +741,7 @@ def gaussian_filter(
     return _run_passes(input, passes, output, strategy)
 
 
+@planned
 def uniform_filter(
     input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *, axes=None, strategy=None
 ):
@@ -798,6 +805,7 @@ def _derivative_with_smoothing(input, axis, output, mode, cval, derivative, smoo
     return _run_passes(input, passes, output, _strategy(strategy))
 
 
+@planned
 def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, strategy=None):
     """Prewitt filter (scipy.ndimage.prewitt): [-1, 0, 1] along ``axis``, [1, 1, 1] along the
     others.
@@ -815,6 +823,7 @@ def prewitt(input, axis=-1, output=None, mode="reflect", cval=0.0, *, strategy=N
     )
 
 
+@planned
 def sobel(input, axis=-1, output=None, mode="reflect", cval=0.0, *, strategy=None):
     """Sobel filter (scipy.ndimage.sobel): [-1, 0, 1] along ``axis``, [1, 2, 1] along the
     others.
