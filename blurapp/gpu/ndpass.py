@@ -2549,7 +2549,8 @@ class Planning:
             return None
         plan, read, returned = self.made[0]
         same = (read.__array_interface__["data"] == x.__array_interface__["data"]
-                and read.shape == x.shape and read.dtype == x.dtype)  # fmt: skip
+                and read.shape == x.shape and read.strides == x.strides
+                and read.dtype == x.dtype)  # fmt: skip
         if not same or type(result) is not np.ndarray or not is_lent(result):
             return None
         if result.__array_interface__ != returned.__array_interface__:

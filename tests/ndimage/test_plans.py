@@ -193,3 +193,33 @@ def test_threads_calling_one_planned_filter_get_their_own_results() -> None:
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+def test_a_planning_keeps_only_one_run_over_the_array_itself() -> None:
+    """ndpass.Planning.plan_for: a plan only where one run read the array itself (not a copy,
+    not the same memory read another way) and the call returned that run's lent result as it
+    came; a planning inside another is the outer one's."""
+    from blurapp.core.borders import Border, BorderMode
+
+    x = RNG.standard_normal((256, 256)).astype(np.float32)
+    lines = [ndpass.Line(0, np.array([1.0, 2.0, 1.0]), Border(BorderMode.REFLECT), 0)]
+
+    def watch(a: np.ndarray, runs: int = 1) -> tuple[ndpass.Planning, np.ndarray]:
+        with ndpass.planning() as watched:
+            for _ in range(runs):
+                result = ndpass.correlate1d_chain(a, lines, precision="f32", lend=True)
+        return watched, result
+
+    watched, result = watch(x)
+    assert ndpass.is_lent(result)
+    assert isinstance(watched.plan_for(x, result), ndpass.Plan)
+    assert watched.plan_for(x.T, result) is None  # the same memory, read across
+    assert watched.plan_for(x.copy(), result) is None
+    assert watched.plan_for(x, np.array(result)) is None  # a copy of the result
+    assert watched.plan_for(x, result[1:]) is None
+    watched, result = watch(np.ascontiguousarray(x.T))
+    assert watched.plan_for(x.T, result) is None  # a copy was read
+    watched, result = watch(x, runs=2)
+    assert watched.plan_for(x, result) is None
+    with ndpass.planning() as outer, ndpass.planning() as inner:
+        assert inner is None and outer is not None
