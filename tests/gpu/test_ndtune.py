@@ -59,9 +59,14 @@ def test_measures_once_then_reads_the_cache(gpu, cache, monkeypatch) -> None:
     assert found["textures"] is answer and found["shape"] == [128, 512]
     for side in ("texture", "storage"):
         assert 0 < found["ms"][side]["min"] <= found["ms"][side]["median"]
-    # The rule: storage only where it is MARGIN faster than the texture.
+    # The rule: storage only where it is MARGIN faster than the texture. The file's figures
+    # are rounded to 1 us, the choice made on the unrounded ones: where the two sides of the
+    # rule lie within that rounding of each other, the file cannot tell (a CI run measured
+    # storage 0.664 against 0.699 * 0.95 = 0.66405, and kept the texture on its own figures).
     ms = found["ms"]
-    assert answer == (not ms["storage"]["min"] < ms["texture"]["min"] * (1 - ndtune.MARGIN))
+    limit = ms["texture"]["min"] * (1 - ndtune.MARGIN)
+    if abs(ms["storage"]["min"] - limit) > 0.001:
+        assert answer == (not ms["storage"]["min"] < limit)
     # A new engine (a new process's) reads it; the same one remembers it.
     _measured(monkeypatch)
     assert ndtune.plane_textures(NdPasses(gpu)) is answer
