@@ -2514,7 +2514,7 @@ _planning = threading.local()  # .active: the Planning of the call this thread i
 class Plan:
     """The one GPU run a call made (:func:`planning`), to be made again on another C-ordered
     float32 array of the same shape: the same dispatches over the same engine, none of the
-    planning before them. Its result is lent where the call's was."""
+    planning before them. Its result is lent where the adapter lends, else a new array."""
 
     __slots__ = ("_engine", "_func", "_static")
 
@@ -2543,15 +2543,16 @@ class Planning:
 
     def plan_for(self, x: np.ndarray, result: Any) -> Plan | None:
         """The Plan that makes ``result`` from ``x`` again: where the call ran one chain,
-        once, over ``x`` itself (not a copy, not a part), and returned that run's lent
-        result as it came (the same memory, shape and strides); else None."""
+        once, over ``x`` itself (not a copy, not a part), and returned that run's result as
+        it came (the same memory, shape and strides: the lent buffer, or where the adapter
+        lends none the new array the run read back into); else None."""
         if self.runs != 1 or len(self.made) != 1:
             return None
         plan, read, returned = self.made[0]
         same = (read.__array_interface__["data"] == x.__array_interface__["data"]
                 and read.shape == x.shape and read.strides == x.strides
                 and read.dtype == x.dtype)  # fmt: skip
-        if not same or type(result) is not np.ndarray or not is_lent(result):
+        if not same or type(result) is not np.ndarray:
             return None
         if result.__array_interface__ != returned.__array_interface__:
             return None

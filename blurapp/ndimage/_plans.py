@@ -9,9 +9,10 @@ for the next call with the same arguments on an array of the same shape.
 
 A call is planned only where nothing but its shape and arguments decides what it runs: a
 C-ordered float32 ``numpy.ndarray`` (the f32 passes: no value-dependent choice, unlike
-double-float's scaling or the integer casts), a new output (``output`` None or a dtype, which
-the run's lent buffer stands in for), the default strategy, and arguments of plain values
-(None, bool, int, float, str, and tuples and lists of them), keyed by type and value (a float
+double-float's scaling or the integer casts), a new output (``output`` None or a dtype, for
+which the run's lent buffer or its read-back stands in), the default strategy, and arguments
+of plain values (None, bool, int, float, str, and tuples and lists of them), keyed by type
+and value (a float
 by its bits: -0.0 is not 0.0, nor ``1`` ``True``). The key also holds every ndpass setting
 (``ndpass._knobs``: tests and benchmarks change them) and the engine. The plan is kept only
 where the call ran one chain, once, over that array itself, and returned that run's result
