@@ -12,12 +12,12 @@ C-ordered float32 ``numpy.ndarray`` (the f32 passes: no value-dependent choice, 
 double-float's scaling or the integer casts), a new output (``output`` None or a dtype, for
 which the run's lent buffer or its read-back stands in), the default strategy, and arguments
 of plain values (None, bool, int, float, str, and tuples and lists of them), keyed by type
-and value (a float
-by its bits: -0.0 is not 0.0, nor ``1`` ``True``). The key also holds every ndpass setting
-(``ndpass._knobs``: tests and benchmarks change them) and the engine. The plan is kept only
-where the call ran one chain, once, over that array itself, and returned that run's result
-as it came; else the key is marked as having none (:data:`_NONE`). Any other call, and a
-call whose arguments are wrong (it raises, so nothing is kept), takes the full path.
+and value (a float by its bits: -0.0 is not 0.0, nor ``1`` ``True``). The key also holds
+every ndpass setting (``ndpass._knobs``: tests and benchmarks change them) and the engine.
+The plan is kept only where the call ran one chain, once, over that array itself, and
+returned that run's result as it came; else the key is marked as having none
+(:data:`_NONE`). Any other call, and a call whose arguments are wrong (it raises, so nothing
+is kept), takes the full path.
 """
 
 from __future__ import annotations
