@@ -37,7 +37,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Calls kept (least recently used dropped); 0 turns planning off.
 PLANS = 64
 
-_plans: dict[tuple[Any, ...], Any] = {}
+# The kept plans (blurapp.gpu.lru.LruCache, under _lock), made with the first key: by then
+# blurapp.gpu is loaded, which `import blurapp.ndimage` does not load.
+_plans: Any = None
 _lock = threading.Lock()
 _NONE = object()  # a key whose call came down to no plan
 _FLOAT32 = np.dtype(np.float32)
@@ -85,9 +87,7 @@ def planned(func: F) -> F:
         if key is None:
             return func(input, *args, **kwargs)
         with _lock:
-            plan = _plans.pop(key, None)
-            if plan is not None:
-                _plans[key] = plan  # the newest
+            plan = _cache().get(key)
         ndpass = sys.modules["blurapp.gpu.ndpass"]
         if plan is not None and plan is not _NONE:
             result = plan.run(input, ndpass.get_passes())
@@ -100,15 +100,25 @@ def planned(func: F) -> F:
         if watched is not None:
             made = watched.plan_for(input, result)
             with _lock:
-                _plans[key] = _NONE if made is None else made
-                while len(_plans) > PLANS:
-                    del _plans[next(iter(_plans))]
+                _cache()[key] = _NONE if made is None else made
         return result
 
     return call  # type: ignore[return-value]
 
 
+def _cache() -> Any:
+    """The kept plans (under _lock), bounded by PLANS as it is now."""
+    global _plans
+    if _plans is None:
+        from blurapp.gpu.lru import LruCache
+
+        _plans = LruCache(max(1, PLANS))
+    _plans.maxsize = max(1, PLANS)
+    return _plans
+
+
 def clear() -> None:
     """Forget every kept plan."""
     with _lock:
-        _plans.clear()
+        if _plans is not None:
+            _plans.clear()

@@ -62,7 +62,8 @@ def test_a_planned_call_equals_the_full_path_on_new_values(shape, call) -> None:
     # Planned on the full path. Lent where the adapter lends (a software adapter's mapped
     # buffers), else a new array; the plan's results are the same kind.
     lends = ndpass.is_lent(f(xs[0], *args, **kwargs))
-    [(key, plan)] = _plans._plans.items()
+    [key] = _plans._plans
+    plan = _plans._plans.get(key)
     assert isinstance(plan, ndpass.Plan), "one chain over the array, its result"
     engine = ndpass.get_passes()
     runs = engine.stats["lent"]
