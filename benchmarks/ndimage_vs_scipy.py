@@ -17,7 +17,10 @@ spread over the run rather than taken in one burst: on a shared VM the speed mov
 host's load for seconds at a time, which a burst of calls takes whole (and which weighs more on
 blurapp's two threads than on scipy's one). The table also gives the lowest ratio of any one
 round. scipy runs single-threaded, as scipy.ndimage does. On lavapipe the GPU is the CPU:
-compare ratios from one run, and note the load averages printed at the start and the end.
+compare ratios from one run, and note the load averages printed at the start and the end, and
+the two-CPU probe beside them (:func:`_cpus_together`): how much longer a fixed piece of work
+takes on two threads at once than on one, which is what a slow hour of a shared 2-vCPU VM
+takes from blurapp (lavapipe's two threads) and not from scipy (one).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import os
 import re
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +56,50 @@ def _times(call: Callable[[], object], repeat: int) -> list[float]:
         call()
         times.append((time.perf_counter() - start) * 1e3)
     return times
+
+
+def _cpus_together(threads: int = 2, rounds: int = 7) -> dict[str, float]:
+    """A fixed piece of work (numpy's exp over 64K float32 values, 200 times: in a core's own
+    cache, without the GIL) on one thread, then on ``threads`` threads started together, the
+    slowest of them; medians of ``rounds``, ms, and their ratio: 1.0 where the CPUs are free and
+    as fast as each other, toward ``threads`` where only one is. A lavapipe dispatch splits its
+    work evenly between its threads and ends with the slowest."""
+    x = np.random.default_rng(1).random(1 << 16, dtype=np.float32)
+    outs = [np.empty_like(x) for _ in range(threads)]
+
+    def work(k: int) -> float:
+        start = time.perf_counter()
+        for _ in range(200):
+            np.exp(x, out=outs[k])
+        return (time.perf_counter() - start) * 1e3
+
+    def together() -> float:
+        barrier = threading.Barrier(threads)
+        spans = [0.0] * threads
+
+        def run(k: int) -> None:
+            barrier.wait()
+            spans[k] = work(k)
+
+        pool = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+        for t in pool:
+            t.start()
+        for t in pool:
+            t.join()
+        return max(spans)
+
+    work(0)  # warm
+    one = statistics.median(work(0) for _ in range(rounds))
+    many = statistics.median(together() for _ in range(rounds))
+    return {"one_thread_ms": round(one, 3), "together_ms": round(many, 3),
+            "ratio": round(many / one, 2)}  # fmt: skip
+
+
+def _cpus_line(probe: dict[str, float]) -> str:
+    return (
+        f"two CPUs at once {probe['together_ms']:.2f} ms against one alone "
+        f"{probe['one_thread_ms']:.2f} ({probe['ratio']:.2f}×)"
+    )
 
 
 def _time(call: Callable[[], object], repeat: int) -> float:
@@ -132,8 +180,9 @@ def main() -> None:
     info = get_device().info
     load = os.getloadavg()
     features = sorted(get_device().features)
+    cpus = _cpus_together()
     print(f"adapter: {info['name']} ({info['backend']}); load average {load[0]:.1f}; "
-          f"device features {', '.join(features)}")  # fmt: skip
+          f"{_cpus_line(cpus)}; device features {', '.join(features)}")  # fmt: skip
     rows: list[dict] = []
     # (label, shape name, array, function name, args, kwargs)
     cases: list[tuple[str, str, np.ndarray, str, tuple, dict]] = []
@@ -238,12 +287,14 @@ def main() -> None:
               f"{scipys:9.1f} ms   {scipys / mine:6.2f}×", flush=True)  # fmt: skip
 
     load_end = os.getloadavg()
-    print(f"load average at the end {load_end[0]:.1f}")
+    cpus_end = _cpus_together()
+    print(f"load average at the end {load_end[0]:.1f}; {_cpus_line(cpus_end)}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"adapter": info["name"], "device_features": features,
                        "repeat": args.repeat, "rounds": args.rounds,
-                       "load_average": load[0], "load_average_end": load_end[0], "rows": rows,
+                       "load_average": load[0], "load_average_end": load_end[0],
+                       "cpus_together": cpus, "cpus_together_end": cpus_end, "rows": rows,
                        "overhead_64x64_ms": overhead, "float64": f64, "uint8_photo": ints}, f,
                       indent=2)  # fmt: skip
 
